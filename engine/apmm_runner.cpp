@@ -1,0 +1,83 @@
+#include "engine/apmm_runner.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "apnn/bitplane_layout.h"
+#include "apnn/error.h"
+#include "generator/generate.h"
+#include "spec/kernel_rules.h"
+
+namespace apnn {
+
+void check_apmm_shape(const KernelSpec& spec, const ApmmShape& s) {
+  const int64_t kMaxDim = (int64_t{1} << 31) - 1;
+  const struct { const char* name; int64_t v; } dims[] = {{"M", s.M}, {"N", s.N}, {"K", s.K}};
+  for (const auto& d : dims) {
+    if (d.v < 1) throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} must be >= 1, got {}", d.name, d.v));
+    if (d.v > kMaxDim) throw Error(ErrorKind::InvalidInput, fmt::format("shape: {}={} exceeds {}", d.name, d.v, kMaxDim));
+  }
+  // Outputs are int32: refuse a K at which |W.X^T| could leave int32 rather than wrap silently.
+  const int64_t wmax = std::max(std::llabs(spec.w.min_value()), std::llabs(spec.w.max_value()));
+  const int64_t xmax = std::max(std::llabs(spec.x.min_value()), std::llabs(spec.x.max_value()));
+  const int64_t kmax = kMaxDim / (wmax * xmax);
+  if (s.K > kmax)
+    throw Error(ErrorKind::InvalidInput, fmt::format("shape: K={} can overflow the int32 output for {} x {} (|y| up to {}); "
+                                                     "K must be <= {}",
+                                                     s.K, spec.w.describe(), spec.x.describe(), s.K * wmax * xmax, kmax));
+}
+
+ApmmRunner::ApmmRunner(std::shared_ptr<Kernel> kernel) : kernel_(std::move(kernel)) {}
+
+PackedOperand ApmmRunner::pack(const char* entry, int bits, const DeviceBuffer& values, int64_t rows, int64_t K) {
+  PackedOperand p;
+  p.rows = rows;
+  p.K = K;
+  p.ld = bitplane_ld_words(K);
+  p.planes = DeviceBuffer(static_cast<size_t>(bitplane_words(bits, rows, K)) * 4);
+  p.rowsum = DeviceBuffer(static_cast<size_t>(rows) * 4);
+  CUdeviceptr src = values.ptr(), planes = p.planes.ptr(), rowsum = p.rowsum.ptr();
+  long long r = rows;
+  int k = static_cast<int>(K), ld = static_cast<int>(p.ld);
+  void* args[] = {&src, &r, &k, &ld, &planes, &rowsum};
+  LaunchDims d;
+  const int64_t rows_per_block = kPackThreads / 32;
+  d.grid_x = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
+  d.block_x = kPackThreads;
+  kernel_->module->launch(entry, d, args);
+  return p;
+}
+
+PackedOperand ApmmRunner::pack_w(const DeviceBuffer& values, int64_t rows, int64_t K) {
+  return pack(kPackWKernel, kernel_->compiled.spec.w.bits, values, rows, K);
+}
+
+PackedOperand ApmmRunner::pack_x(const DeviceBuffer& values, int64_t rows, int64_t K) {
+  return pack(kPackXKernel, kernel_->compiled.spec.x.bits, values, rows, K);
+}
+
+LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
+  const KernelSpec& s = kernel_->compiled.spec;
+  const Tile& t = *s.tile;
+  LaunchDims d;
+  d.grid_x = static_cast<unsigned>((M + t.bm - 1) / t.bm);
+  d.grid_y = static_cast<unsigned>((N + t.bn - 1) / t.bn);
+  if (d.grid_y > 65535)
+    throw Error(ErrorKind::InvalidInput, fmt::format("shape: N={} needs {} column tiles of {}, above the grid limit 65535", N,
+                                                     d.grid_y, t.bn));
+  d.block_x = 32 * t.warps_m * t.warps_n;
+  d.smem_bytes = static_cast<unsigned>(rules::shared_bytes(t, s.w, s.x));
+  return d;
+}
+
+void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, DeviceBuffer& y) {
+  if (w.K != x.K)
+    throw Error(ErrorKind::InvalidInput, fmt::format("shape: W has K={} but X has K={}", w.K, x.K));
+  CUdeviceptr wp = w.planes.ptr(), ws = w.rowsum.ptr(), xp = x.planes.ptr(), xs = x.rowsum.ptr(), yp = y.ptr();
+  int m = static_cast<int>(w.rows), n = static_cast<int>(x.rows), k = static_cast<int>(w.K), ld = static_cast<int>(w.ld);
+  void* args[] = {&wp, &ws, &xp, &xs, &yp, &m, &n, &k, &ld};
+  kernel_->module->launch(kApmmKernel, gemm_dims(w.rows, x.rows), args);
+}
+
+}  // namespace apnn

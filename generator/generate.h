@@ -1,0 +1,31 @@
+// Turns a validated, canonical spec into self-contained CUDA source: a short
+// instantiation of a device template (templates/*.cuh) with the spec's integers.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apnn/spec.h"
+
+namespace apnn {
+
+struct GeneratedSource {
+  std::string name;                                          // e.g. "apmm_w1pm1_x2unsigned.cu"
+  std::string source;
+  std::vector<std::pair<std::string, std::string>> headers;  // (include name, content): the templates
+  std::vector<std::string> kernels;                          // extern "C" entry points it defines
+};
+
+// Bumped whenever the generator or a template changes what it emits for the same spec.
+inline constexpr const char* kGeneratorVersion = "apnn-generator-1";
+
+// Entry points of every APMM module.
+inline constexpr const char* kApmmKernel = "apnn_apmm";
+inline constexpr const char* kPackWKernel = "apnn_pack_w";
+inline constexpr const char* kPackXKernel = "apnn_pack_x";
+inline constexpr int kPackThreads = 256;
+
+// `spec` must be canonical (tile filled): throws Error(InvalidSpec) otherwise.
+GeneratedSource generate(const KernelSpec& spec);
+
+}  // namespace apnn

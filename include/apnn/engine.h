@@ -1,0 +1,69 @@
+// The front door: a spec in, a cached cubin and a launched kernel out.
+//   compile(): spec -> generated source -> NVRTC cubin, through the in-process table
+//              and the disk cache. No GPU needed.
+//   apmm():    packs W and X into bit planes on the GPU and runs the GEMM.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "apnn/cache.h"
+#include "apnn/spec.h"
+
+namespace apnn {
+
+class LoadedModule;
+
+struct CompileResult {
+  KernelSpec spec;             // canonical
+  std::string canonical;       // canonical JSON
+  std::string arch;
+  CacheKey key;
+  enum class Source { Memory, Disk, Compiled } source = Source::Compiled;
+  double compile_ms = 0;       // NVRTC time when compiled now, else 0
+  std::vector<char> cubin;
+  const char* cache_state() const { return source == Source::Compiled ? "miss" : "hit"; }
+};
+
+// A kernel module loaded on the current device, ready to launch.
+struct Kernel {
+  CompileResult compiled;
+  std::unique_ptr<LoadedModule> module;
+};
+
+class Engine {
+ public:
+  Engine();                              // disk cache from the environment
+  explicit Engine(DiskCache cache);
+  ~Engine();
+
+  // Thread-safe; concurrent calls for different specs compile in parallel.
+  CompileResult compile(const KernelSpec& spec, const std::string& arch);
+  // The module for the current device (compiled or fetched, then loaded once per process).
+  std::shared_ptr<Kernel> kernel(const KernelSpec& spec);
+
+  DiskCache& cache() { return cache_; }
+  CacheCounters counters();  // disk counters plus this engine's memory hits and load times
+
+ private:
+  CompileResult compile_locked_out(const KernelSpec& canonical, const std::string& arch);
+
+  DiskCache cache_;
+  std::mutex mu_;                                               // guards the maps and counters
+  std::unordered_map<std::string, std::shared_ptr<Kernel>> loaded_;  // canonical + arch -> module
+  CacheCounters local_;                                         // memory hits, load ms
+};
+
+struct ApmmShape {
+  int64_t M = 0, N = 0, K = 0;
+};
+
+// Y (M x N, int32, row-major) = W (M x K) . X (N x K)^T; values int16 row-major within the
+// spec's encodings (checked: Error(InvalidInput) names the operand, index and value).
+std::vector<int32_t> apmm(Engine& engine, const KernelSpec& spec, const int16_t* W, const int16_t* X,
+                          const ApmmShape& shape);
+
+}  // namespace apnn

@@ -1,0 +1,45 @@
+// A kernel request: what to compute (op, operand formats) and how (tile).
+// Parsed strictly from JSON: unknown fields and out-of-range values are errors
+// that name the field and the allowed values (ErrorKind::InvalidSpec).
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "apnn/encoding.h"
+
+namespace apnn {
+
+enum class Op { Apmm };
+
+// Block tile of the output (bm x bn), K step in bits (bk), pipeline depth and warp grid.
+struct Tile {
+  int bm = 64, bn = 64, bk = 512;
+  int stages = 3;
+  int warps_m = 2, warps_n = 4;
+  bool operator==(const Tile& o) const {
+    return bm == o.bm && bn == o.bn && bk == o.bk && stages == o.stages && warps_m == o.warps_m && warps_n == o.warps_n;
+  }
+};
+
+struct KernelSpec {
+  Op op = Op::Apmm;
+  OperandFormat w{1, Encoding::Pm1};
+  OperandFormat x{2, Encoding::Unsigned};
+  std::optional<Tile> tile;  // absent: the library chooses (see canonicalize)
+};
+
+// Throws Error(InvalidSpec) naming the field. `origin` (a file name) prefixes messages.
+KernelSpec parse_spec(const nlohmann::json& j, std::string_view origin = "spec");
+KernelSpec parse_spec_text(std::string_view text, std::string_view origin = "spec");
+
+// Defaults filled (the tile chosen when absent); what cache keys and logs use.
+KernelSpec canonicalize(const KernelSpec& spec);
+nlohmann::json to_json(const KernelSpec& spec);
+std::string canonical_json(const KernelSpec& spec);  // canonicalize + compact dump, keys sorted
+
+const char* op_name(Op op);
+
+}  // namespace apnn

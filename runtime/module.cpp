@@ -1,0 +1,68 @@
+#include "runtime/module.h"
+
+#include <fmt/format.h>
+
+#include "runtime/device.h"
+#include "runtime/driver_api.h"
+
+namespace apnn {
+
+LoadedModule::LoadedModule(const std::vector<char>& cubin, std::string context) : context_(std::move(context)) {
+  current_device();
+  driver::check(driver::api().ModuleLoadData(&module_, cubin.data()), "cuModuleLoadData", context_);
+}
+
+LoadedModule::~LoadedModule() {
+  if (module_) driver::api().ModuleUnload(module_);
+}
+
+CUfunction LoadedModule::function(const std::string& name) {
+  auto it = functions_.find(name);
+  if (it != functions_.end()) return it->second;
+  CUfunction f = nullptr;
+  driver::check(driver::api().ModuleGetFunction(&f, module_, name.c_str()), "cuModuleGetFunction",
+                fmt::format("kernel {}; {}", name, context_));
+  functions_.emplace(name, f);
+  return f;
+}
+
+void LoadedModule::launch(const std::string& kernel, const LaunchDims& d, void** args) {
+  CUfunction f = function(kernel);
+  const driver::Api& cu = driver::api();
+  if (d.smem_bytes > 48 * 1024 && smem_limit_[kernel] < d.smem_bytes) {
+    driver::check(cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(d.smem_bytes)),
+                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                  fmt::format("kernel {}, {} bytes; {}", kernel, d.smem_bytes, context_));
+    smem_limit_[kernel] = d.smem_bytes;
+  }
+  driver::check(cu.LaunchKernel(f, d.grid_x, d.grid_y, d.grid_z, d.block_x, 1, 1, d.smem_bytes, nullptr, args, nullptr),
+                "cuLaunchKernel",
+                fmt::format("kernel {}, grid ({},{},{}), block {}, smem {}; {}", kernel, d.grid_x, d.grid_y, d.grid_z,
+                            d.block_x, d.smem_bytes, context_));
+}
+
+EventTimer::EventTimer() {
+  current_device();
+  driver::check(driver::api().EventCreate(&begin_, CU_EVENT_DEFAULT), "cuEventCreate");
+  driver::check(driver::api().EventCreate(&end_, CU_EVENT_DEFAULT), "cuEventCreate");
+}
+
+EventTimer::~EventTimer() {
+  if (begin_) driver::api().EventDestroy(begin_);
+  if (end_) driver::api().EventDestroy(end_);
+}
+
+void EventTimer::start() { driver::check(driver::api().EventRecord(begin_, nullptr), "cuEventRecord"); }
+
+float EventTimer::stop_ms() {
+  const driver::Api& cu = driver::api();
+  driver::check(cu.EventRecord(end_, nullptr), "cuEventRecord");
+  driver::check(cu.EventSynchronize(end_), "cuEventSynchronize");
+  float ms = 0;
+  driver::check(cu.EventElapsedTime(&ms, begin_, end_), "cuEventElapsedTime");
+  return ms;
+}
+
+void synchronize(const std::string& context) { driver::check(driver::api().CtxSynchronize(), "cuCtxSynchronize", context); }
+
+}  // namespace apnn

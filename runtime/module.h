@@ -1,0 +1,54 @@
+// A cubin loaded into the current context, and launches of its kernels. Knows
+// nothing about what the kernels compute: `context` strings (kernel + spec) are
+// carried into every error message.
+#pragma once
+#include <cuda.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace apnn {
+
+struct LaunchDims {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1;
+  unsigned smem_bytes = 0;
+};
+
+class LoadedModule {
+ public:
+  // Throws Error(Driver) naming cuModuleLoadData and `context`.
+  LoadedModule(const std::vector<char>& cubin, std::string context);
+  ~LoadedModule();
+  LoadedModule(const LoadedModule&) = delete;
+  LoadedModule& operator=(const LoadedModule&) = delete;
+
+  CUfunction function(const std::string& name);
+  // Raises the dynamic shared-memory limit when above the 48 KB default, then launches
+  // on the default stream. `args` are pointers to the kernel's parameters.
+  void launch(const std::string& kernel, const LaunchDims& d, void** args);
+  const std::string& context() const { return context_; }
+
+ private:
+  CUmodule module_ = nullptr;
+  std::string context_;
+  std::unordered_map<std::string, CUfunction> functions_;
+  std::unordered_map<std::string, unsigned> smem_limit_;
+};
+
+// Elapsed time of device work between two recorded points (CUDA events).
+class EventTimer {
+ public:
+  EventTimer();
+  ~EventTimer();
+  void start();
+  float stop_ms();  // records, waits, returns milliseconds since start()
+
+ private:
+  CUevent begin_ = nullptr, end_ = nullptr;
+};
+
+void synchronize(const std::string& context);
+
+}  // namespace apnn

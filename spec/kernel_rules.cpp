@@ -1,0 +1,105 @@
+#include "spec/kernel_rules.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace apnn::rules {
+
+PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x) {
+  PlaneGroups g;
+  std::map<long long, int> index;
+  g.group_of.assign(w.bits, std::vector<int>(x.bits, 0));
+  for (int s = 0; s < w.bits; ++s)
+    for (int t = 0; t < x.bits; ++t) {
+      const long long wt = w.plane_weight(s) * x.plane_weight(t);
+      auto it = index.find(wt);
+      if (it == index.end()) {
+        it = index.emplace(wt, static_cast<int>(g.weight.size())).first;
+        g.weight.push_back(wt);
+      }
+      g.group_of[s][t] = it->second;
+    }
+  return g;
+}
+
+int accumulator_regs(const Tile& t, int groups) {
+  return groups * (t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4;
+}
+
+int shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  return t.stages * (w.bits * t.bm + x.bits * t.bn) * (t.bk / 8);
+}
+
+static bool one_of(int v, std::initializer_list<int> allowed) {
+  return std::find(allowed.begin(), allowed.end(), v) != allowed.end();
+}
+
+std::string check_tile(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  if (!one_of(t.bm, {16, 32, 64, 128, 256})) return fmt::format("tile.bm must be one of 16, 32, 64, 128, 256, got {}", t.bm);
+  if (!one_of(t.bn, {8, 16, 32, 64, 128, 256})) return fmt::format("tile.bn must be one of 8, 16, 32, 64, 128, 256, got {}", t.bn);
+  if (!one_of(t.bk, {256, 512, 1024}))
+    return fmt::format("tile.bk must be one of 256, 512, 1024 (bits of K per step; the binary MMA consumes 256), got {}", t.bk);
+  if (!one_of(t.stages, {2, 3, 4})) return fmt::format("tile.stages must be one of 2, 3, 4, got {}", t.stages);
+  if (!one_of(t.warps_m, {1, 2, 4, 8})) return fmt::format("tile.warps_m must be one of 1, 2, 4, 8, got {}", t.warps_m);
+  if (!one_of(t.warps_n, {1, 2, 4, 8})) return fmt::format("tile.warps_n must be one of 1, 2, 4, 8, got {}", t.warps_n);
+  if (t.warps_m * t.warps_n * 32 > kMaxThreads)
+    return fmt::format("tile.warps_m*warps_n = {} warps exceeds {} threads per block", t.warps_m * t.warps_n, kMaxThreads);
+  if (t.bm % (16 * t.warps_m) != 0)
+    return fmt::format("tile.bm={} does not divide into warps_m={} warp tiles of 16 rows", t.bm, t.warps_m);
+  if (t.bn % (8 * t.warps_n) != 0)
+    return fmt::format("tile.bn={} does not divide into warps_n={} warp tiles of 8 columns", t.bn, t.warps_n);
+  const int groups = static_cast<int>(plane_groups(w, x).weight.size());
+  const int regs = accumulator_regs(t, groups);
+  if (regs > kMaxAccumulatorRegs)
+    return fmt::format("tile bm={} bn={} with {}x{} warps needs {} accumulator registers per thread for w{}a{} ({} weight groups), "
+                       "limit {}: use a smaller tile or more warps",
+                       t.bm, t.bn, t.warps_m, t.warps_n, regs, w.bits, x.bits, groups, kMaxAccumulatorRegs);
+  const int smem = shared_bytes(t, w, x);
+  if (smem > kMaxSharedBytes)
+    return fmt::format("tile needs {} bytes of shared memory for w{}a{} (stages*(p*bm+q*bn)*bk/8), limit {}: use a smaller bk, "
+                       "tile or fewer stages",
+                       smem, w.bits, x.bits, kMaxSharedBytes);
+  return {};
+}
+
+bool choose_warps(Tile* t, const OperandFormat& w, const OperandFormat& x) {
+  // Fewest warps first (at least 4 to hide latency); among equal counts, square-ish warp tiles
+  // (more MMAs per fragment load).
+  static const int grids[][2] = {{2, 2}, {1, 4}, {4, 1}, {2, 4}, {4, 2}, {1, 8}, {8, 1}, {4, 4}, {2, 8}, {8, 2}};
+  for (const auto& gr : grids) {
+    Tile c = *t;
+    c.warps_m = gr[0];
+    c.warps_n = gr[1];
+    if (check_tile(c, w, x).empty()) {
+      *t = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
+  // Shape-independent default; shrink bk, then the tile, until it is legal.
+  for (int bm : {64, 32}) {
+    for (int bk : {512, 256}) {
+      Tile t;
+      t.bm = bm;
+      t.bn = 64;
+      t.bk = bk;
+      t.stages = 3;
+      if (choose_warps(&t, w, x)) return t;
+    }
+  }
+  Tile t;
+  t.bm = 16;
+  t.bn = 16;
+  t.bk = 256;
+  t.stages = 2;
+  t.warps_m = 1;
+  t.warps_n = 2;
+  return t;
+}
+
+}  // namespace apnn::rules

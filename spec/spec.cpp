@@ -1,0 +1,130 @@
+#include "apnn/spec.h"
+
+#include <fmt/format.h>
+
+#include "apnn/error.h"
+#include "spec/kernel_rules.h"
+
+namespace apnn {
+
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(std::string_view origin, const std::string& msg) {
+  throw Error(ErrorKind::InvalidSpec, fmt::format("{}: {}", origin, msg));
+}
+
+void reject_unknown(const json& obj, std::initializer_list<const char*> allowed, std::string_view where,
+                    std::string_view origin) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool known = false;
+    for (const char* a : allowed) known = known || it.key() == a;
+    if (!known) fail(origin, fmt::format("unknown field '{}{}' (allowed: {})", where, it.key(), fmt::join(allowed, ", ")));
+  }
+}
+
+int get_int(const json& obj, const char* key, const std::string& field, int lo, int hi, std::string_view origin) {
+  if (!obj.contains(key)) fail(origin, fmt::format("missing field '{}' (an integer in {}..{})", field, lo, hi));
+  const json& v = obj.at(key);
+  if (!v.is_number_integer())
+    fail(origin, fmt::format("field '{}' must be an integer in {}..{}, got {}", field, lo, hi, v.dump()));
+  const auto n = v.get<long long>();
+  if (n < lo || n > hi) fail(origin, fmt::format("field '{}' must be an integer in {}..{}, got {}", field, lo, hi, n));
+  return static_cast<int>(n);
+}
+
+Encoding get_encoding(const json& obj, const char* key, std::string_view origin) {
+  if (!obj.contains(key)) fail(origin, fmt::format("missing field '{}' (one of unsigned, pm1, signed)", key));
+  const json& v = obj.at(key);
+  Encoding e;
+  if (!v.is_string() || !parse_encoding(v.get<std::string>(), &e))
+    fail(origin, fmt::format("field '{}' must be one of \"unsigned\", \"pm1\", \"signed\", got {}", key, v.dump()));
+  return e;
+}
+
+Tile parse_tile(const json& t, const OperandFormat& w, const OperandFormat& x, std::string_view origin) {
+  if (!t.is_object()) fail(origin, fmt::format("field 'tile' must be an object {{\"bm\", \"bn\", \"bk\"}}, got {}", t.dump()));
+  reject_unknown(t, {"bm", "bn", "bk", "stages", "warps_m", "warps_n"}, "tile.", origin);
+  Tile tile;
+  tile.bm = get_int(t, "bm", "tile.bm", 1, 1 << 20, origin);
+  tile.bn = get_int(t, "bn", "tile.bn", 1, 1 << 20, origin);
+  tile.bk = get_int(t, "bk", "tile.bk", 1, 1 << 20, origin);
+  if (t.contains("stages")) tile.stages = get_int(t, "stages", "tile.stages", 2, 4, origin);
+  const bool has_wm = t.contains("warps_m"), has_wn = t.contains("warps_n");
+  if (has_wm != has_wn) fail(origin, "fields 'tile.warps_m' and 'tile.warps_n' must be given together");
+  if (has_wm) {
+    tile.warps_m = get_int(t, "warps_m", "tile.warps_m", 1, 16, origin);
+    tile.warps_n = get_int(t, "warps_n", "tile.warps_n", 1, 16, origin);
+  } else {
+    // Only a bad bm/bn/bk can leave no legal warp grid: report that field via check_tile.
+    Tile probe = tile;
+    if (!rules::choose_warps(&tile, w, x)) {
+      probe.warps_m = probe.warps_n = 1;
+      std::string why = rules::check_tile(probe, w, x);
+      fail(origin, why.empty() ? "tile: no warp grid fits this tile" : why);
+    }
+  }
+  if (std::string why = rules::check_tile(tile, w, x); !why.empty()) fail(origin, why);
+  return tile;
+}
+
+}  // namespace
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Apmm: return "apmm";
+  }
+  return "?";
+}
+
+KernelSpec parse_spec(const json& j, std::string_view origin) {
+  if (!j.is_object()) fail(origin, fmt::format("a kernel spec must be a JSON object, got {}", j.type_name()));
+  reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "tile"}, "", origin);
+  KernelSpec s;
+  if (!j.contains("op")) fail(origin, "missing field 'op' (one of \"apmm\")");
+  if (j.at("op") != "apmm") fail(origin, fmt::format("field 'op' must be one of \"apmm\", got {}", j.at("op").dump()));
+  s.op = Op::Apmm;
+  s.w.bits = get_int(j, "w_bits", "w_bits", 1, kMaxBits, origin);
+  s.w.enc = get_encoding(j, "w_enc", origin);
+  s.x.bits = get_int(j, "x_bits", "x_bits", 1, kMaxBits, origin);
+  s.x.enc = get_encoding(j, "x_enc", origin);
+  if (j.contains("tile")) s.tile = parse_tile(j.at("tile"), s.w, s.x, origin);
+  return s;
+}
+
+KernelSpec parse_spec_text(std::string_view text, std::string_view origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message names the byte offset: enough to find the mistake.
+    std::string what = e.what();
+    if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+    fail(origin, fmt::format("malformed JSON: {}", what));
+  }
+  return parse_spec(j, origin);
+}
+
+KernelSpec canonicalize(const KernelSpec& spec) {
+  KernelSpec c = spec;
+  if (!c.tile) c.tile = rules::default_tile(c.w, c.x);
+  return c;
+}
+
+nlohmann::json to_json(const KernelSpec& spec) {
+  json j = {{"op", op_name(spec.op)},
+            {"w_bits", spec.w.bits},
+            {"w_enc", encoding_name(spec.w.enc)},
+            {"x_bits", spec.x.bits},
+            {"x_enc", encoding_name(spec.x.enc)}};
+  if (spec.tile) {
+    const Tile& t = *spec.tile;
+    j["tile"] = {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"stages", t.stages}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}};
+  }
+  return j;
+}
+
+std::string canonical_json(const KernelSpec& spec) { return to_json(canonicalize(spec)).dump(); }
+
+}  // namespace apnn
