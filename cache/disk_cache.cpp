@@ -88,7 +88,7 @@ DiskCache::DiskCache(fs::path root, uint64_t max_bytes) : root_(std::move(root))
 }
 
 DiskCache::DiskCache(DiskCache&& o) noexcept
-    : root_(std::move(o.root_)), max_bytes_(o.max_bytes_), persistent_(o.persistent_),
+    : root_(std::move(o.root_)), max_bytes_(o.max_bytes_), persistent_(o.persistent_.load()),
       counters_(std::exchange(o.counters_, {})) {}  // o's destructor must not flush them again
 
 DiskCache::~DiskCache() {
@@ -100,8 +100,7 @@ DiskCache::~DiskCache() {
 }
 
 void DiskCache::degrade(const std::string& why) {
-  if (!persistent_) return;  // one warning per object
-  persistent_ = false;
+  if (!persistent_.exchange(false)) return;  // one warning per object
   posix::warn("cache directory " + root_.string() + " is not usable (" + why + "); compiling in memory");
 }
 
@@ -128,7 +127,7 @@ std::optional<std::vector<char>> DiskCache::read_entry(const fs::path& file, con
   auto decoded = cache_format::decode(bytes, key, &why);
   if (!decoded) {
     posix::warn("cache entry " + file.string() + " is corrupt (" + why + "); recompiling");
-    ++counters_.corrupt_entries;
+    count([](CacheCounters& c) { ++c.corrupt_entries; });
     // Delete only the inode we read: another process may already have published a good entry.
     struct stat now;
     if (::stat(file.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev &&
@@ -136,7 +135,7 @@ std::optional<std::vector<char>> DiskCache::read_entry(const fs::path& file, con
       degrade(posix::error_text(errno));
     return std::nullopt;
   }
-  counters_.bytes_read += bytes.size();
+  count([&](CacheCounters& c) { c.bytes_read += bytes.size(); });
   // Refresh the mtime for LRU eviction. A failure is ignored on purpose: a read-only shared
   // cache still serves hits, only its eviction order suffers.
   (void)::utimensat(AT_FDCWD, file.c_str(), nullptr, 0);
@@ -148,7 +147,7 @@ std::optional<std::vector<char>> DiskCache::load(std::string_view bucket, const 
   fs::path dir = bucket_dir(bucket);
   std::optional<std::vector<char>> payload;
   if (persistent_) payload = read_entry(dir / cache_format::entry_file_name(key), key);
-  ++(payload ? counters_.disk_hits : counters_.misses);
+  count([&](CacheCounters& c) { ++(payload ? c.disk_hits : c.misses); });
   return payload;
 }
 
@@ -163,7 +162,7 @@ void DiskCache::store(std::string_view bucket, const CacheKey& key, const std::v
     degrade(posix::error_text(err));
     return;
   }
-  counters_.bytes_written += bytes.size();
+  count([&](CacheCounters& c) { c.bytes_written += bytes.size(); });
   enforce_cap(file);
 }
 
@@ -171,9 +170,11 @@ std::vector<char> DiskCache::produce_counted(const std::function<std::vector<cha
   auto t0 = std::chrono::steady_clock::now();
   std::vector<char> payload = produce();
   std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - t0;
-  counters_.compile_ms += elapsed.count();
-  ++counters_.compiles;
-  ++counters_.misses;
+  count([&](CacheCounters& c) {
+    c.compile_ms += elapsed.count();
+    ++c.compiles;
+    ++c.misses;
+  });
   return payload;
 }
 
@@ -183,7 +184,7 @@ DiskCache::Fetched DiskCache::get_or_create(std::string_view bucket, const Cache
   fs::path dir = bucket_dir(bucket);
   fs::path file = dir / cache_format::entry_file_name(key);
   auto hit = [&](std::vector<char> payload) {
-    ++counters_.disk_hits;
+    count([](CacheCounters& c) { ++c.disk_hits; });
     return Fetched{std::move(payload), true};
   };
   if (!persistent_) return {produce_counted(produce), false};
@@ -219,7 +220,7 @@ void DiskCache::enforce_cap(const fs::path& keep) {
     if (total <= max_bytes_) break;
     if (f.path == keep) continue;
     if (::unlink(f.path.c_str()) == 0) {
-      ++counters_.evictions;
+      count([](CacheCounters& c) { ++c.evictions; });
     } else if (errno != ENOENT) {  // ENOENT: another process evicted it first
       degrade(posix::error_text(errno));
       return;
@@ -313,11 +314,22 @@ uint64_t DiskCache::total_bytes() const {
 CacheCounters DiskCache::persisted_counters() const {
   CacheCounters total;
   if (persistent_) total = cache_counters::read_file(root_ / kCountersFile);
-  total += counters_;
+  total += counters();
   return total;
 }
 
+CacheCounters DiskCache::counters() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return counters_;
+}
+
+void DiskCache::add_counters(const CacheCounters& delta) {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  counters_ += delta;
+}
+
 void DiskCache::flush_counters() {
+  std::lock_guard<std::mutex> stats(stats_mu_);
   if (!persistent_ || cache_counters::is_zero(counters_)) return;
   posix::FileLock lock;
   if (int err = lock.lock(root_ / kCountersLock)) {

@@ -75,8 +75,8 @@ std::shared_ptr<Kernel> Engine::kernel(const KernelSpec& spec) {
 }
 
 CacheCounters Engine::counters() {
-  std::lock_guard<std::mutex> lock(mu_);
   CacheCounters c = cache_.counters();
+  std::lock_guard<std::mutex> lock(mu_);
   c += local_;
   return c;
 }

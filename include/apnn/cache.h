@@ -19,11 +19,14 @@
 //
 // Entries are published atomically (temp file + fsync + rename), so readers never lock;
 // get_or_create() serialises producers of one key across processes with flock().
-// A DiskCache object is not thread-safe: use one per thread or guard it.
+// One DiskCache may be used by several threads: producers of different keys run in
+// parallel (each call takes its own flock), counters are guarded.
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -106,8 +109,9 @@ class DiskCache {
   uint64_t total_bytes() const;               // file bytes of all entries
 
   // This object's unflushed counters. The cache counts all but memory_hits and load_ms, which
-  // belong to the caller's in-memory layer.
-  CacheCounters& counters() { return counters_; }
+  // the engine adds with add_counters().
+  CacheCounters counters() const;
+  void add_counters(const CacheCounters& delta);
   // <root>/counters.json (all flushed processes) plus this object's unflushed counters.
   CacheCounters persisted_counters() const;
   // Adds the local counters into <root>/counters.json under <root>/counters.lock, then zeroes
@@ -124,10 +128,16 @@ class DiskCache {
   std::vector<char> produce_counted(const std::function<std::vector<char>()>& produce);
   void enforce_cap(const std::filesystem::path& keep);
   void degrade(const std::string& why);
+  template <class F>
+  void count(F&& update) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    update(counters_);
+  }
 
   std::filesystem::path root_;
   uint64_t max_bytes_ = 0;
-  bool persistent_ = true;
+  std::atomic<bool> persistent_{true};
+  mutable std::mutex stats_mu_;  // guards counters_
   CacheCounters counters_;
 };
 

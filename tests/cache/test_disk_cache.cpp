@@ -3,7 +3,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "apnn/cache.h"
 #include "apnn/error.h"
@@ -183,20 +186,48 @@ TEST_CASE("flush_counters accumulates the counters of several objects") {
   TempDir tmp;
   {
     DiskCache one(tmp.path(), 1 << 20);
-    one.counters().compiles = 2;
-    one.counters().compile_ms = 1.5;
+    {
+      apnn::CacheCounters d;
+      d.compiles = 2;
+      one.add_counters(d);
+    }
+    {
+      apnn::CacheCounters d;
+      d.compile_ms = 1.5;
+      one.add_counters(d);
+    }
     one.flush_counters();
     CHECK(one.counters().compiles == 0);  // flushed counters are zeroed locally
     DiskCache two(tmp.path(), 1 << 20);
-    two.counters().compiles = 3;
-    two.counters().memory_hits = 4;
-    two.counters().load_ms = 2;
+    {
+      apnn::CacheCounters d;
+      d.compiles = 3;
+      two.add_counters(d);
+    }
+    {
+      apnn::CacheCounters d;
+      d.memory_hits = 4;
+      two.add_counters(d);
+    }
+    {
+      apnn::CacheCounters d;
+      d.load_ms = 2;
+      two.add_counters(d);
+    }
     two.flush_counters();
-    one.counters().evictions = 7;  // flushed by the destructor
+    {
+      apnn::CacheCounters d;
+      d.evictions = 7;
+      one.add_counters(d);
+    }  // flushed by the destructor
     DiskCache moved(std::move(one));  // the moved-from object must not flush them twice
   }
   DiskCache reader(tmp.path(), 1 << 20);
-  reader.counters().disk_hits = 5;  // unflushed counters are included
+  {
+      apnn::CacheCounters d;
+      d.disk_hits = 5;
+      reader.add_counters(d);
+    }  // unflushed counters are included
   const apnn::CacheCounters total = reader.persisted_counters();
   CHECK(total.compiles == 5);
   CHECK(total.memory_hits == 4);
@@ -214,7 +245,11 @@ TEST_CASE("a corrupt counters.json counts as zeros, with a warning") {
   TempDir tmp;
   write_text(tmp.path() / "counters.json", "{\"compiles\": ");
   DiskCache cache(tmp.path(), 1 << 20);
-  cache.counters().misses = 1;
+  {
+      apnn::CacheCounters d;
+      d.misses = 1;
+      cache.add_counters(d);
+    }
   {
     StderrCapture err(tmp.path() / "stderr.txt");
     CHECK(cache.persisted_counters().misses == 1);
@@ -269,4 +304,28 @@ TEST_CASE("from_environment reads APNN_CACHE_MAX_BYTES") {
     env.set("APNN_CACHE_MAX_BYTES", bad);
     check_invalid_input([] { DiskCache::from_environment(); });
   }
+}
+
+TEST_CASE("one DiskCache shared by threads: each key produced once, counters exact") {
+  TempDir tmp;
+  DiskCache cache(tmp.path(), 1 << 20);
+  std::atomic<int> produced{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t)
+    pool.emplace_back([&] {
+      for (int k = 0; k < 6; ++k) {
+        const apnn::CacheKey key = apnn::hash_key({"thread-test", std::to_string(k)});
+        const auto f = cache.get_or_create("sm_90a", key, "label", [&] {
+          ++produced;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          return std::vector<char>(100, static_cast<char>(k));
+        });
+        CHECK(f.payload == std::vector<char>(100, static_cast<char>(k)));
+      }
+    });
+  for (auto& t : pool) t.join();
+  CHECK(produced == 6);  // flock excludes threads of one process too (one open file each)
+  const apnn::CacheCounters c = cache.counters();
+  CHECK(c.compiles == 6);
+  CHECK(c.disk_hits == 18);
 }
