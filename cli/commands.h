@@ -15,6 +15,7 @@ using Action = std::function<int()>;
 
 void add_compile(CLI::App& app, Action* action);
 void add_gemm(CLI::App& app, Action* action);
+void add_conv(CLI::App& app, Action* action);
 void add_verify(CLI::App& app, Action* action);
 void add_cache(CLI::App& app, Action* action);
 

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   apnn::cli::Action action;
   apnn::cli::add_compile(app, &action);
   apnn::cli::add_gemm(app, &action);
+  apnn::cli::add_conv(app, &action);
   apnn::cli::add_verify(app, &action);
   apnn::cli::add_cache(app, &action);
   try {

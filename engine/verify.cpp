@@ -1,33 +1,55 @@
 #include "engine/verify.h"
 
 #include <algorithm>
+#include <functional>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "apnn/conv_reference.h"
 #include "apnn/reference.h"
 #include "engine/apmm_runner.h"
+#include "engine/conv_runner.h"
 #include "runtime/device.h"
 
 namespace apnn {
 
 namespace {
 
-// The plain integer product, split over row blocks on all cores (large shapes take seconds).
-std::vector<int32_t> reference_parallel(const std::vector<int16_t>& W, const std::vector<int16_t>& X, const ApmmShape& s) {
-  std::vector<int32_t> y(static_cast<size_t>(s.M * s.N));
-  const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(std::thread::hardware_concurrency(), s.M));
-  const int64_t per = (s.M + threads - 1) / threads;
+// Runs body(begin, end) over [0, n) split across the cores (references of large shapes take seconds).
+void parallel_blocks(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+  const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(std::thread::hardware_concurrency(), n));
+  const int64_t per = (n + threads - 1) / threads;
   std::vector<std::thread> pool;
-  for (int64_t m0 = 0; m0 < s.M; m0 += per) {
-    pool.emplace_back([&, m0] {
-      const int64_t rows = std::min(per, s.M - m0);
-      const std::vector<int32_t> part = apmm_reference_direct(W.data() + m0 * s.K, X.data(), rows, s.N, s.K);
-      std::copy(part.begin(), part.end(), y.begin() + m0 * s.N);
-    });
-  }
+  for (int64_t b = 0; b < n; b += per) pool.emplace_back(body, b, std::min(n, b + per));
   for (auto& t : pool) t.join();
-  return y;
+}
+
+void compare(const std::vector<int32_t>& got, const std::vector<int32_t>& want, VerifyReport* rep) {
+  rep->checked = got.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i] && rep->mismatches++ == 0)
+      rep->first_mismatch = fmt::format("element {}: gpu {}, cpu {}", i, got[i], want[i]);
+}
+
+// Median of 5 repeats of `launches` back-to-back launches, after a warm-up.
+double median_us(int launches, const std::function<void()>& launch) {
+  for (int i = 0; i < 3; ++i) launch();
+  EventTimer timer;
+  std::vector<double> per_launch;
+  for (int r = 0; r < 5; ++r) {
+    timer.start();
+    for (int i = 0; i < launches; ++i) launch();
+    per_launch.push_back(timer.stop_ms() * 1e3 / launches);
+  }
+  std::sort(per_launch.begin(), per_launch.end());
+  return per_launch[per_launch.size() / 2];
+}
+
+void describe_kernel(const Kernel& k, VerifyReport* rep) {
+  rep->canonical = k.compiled.canonical;
+  rep->arch = k.compiled.arch;
+  rep->device = current_device().name;
 }
 
 }  // namespace
@@ -36,64 +58,103 @@ nlohmann::json VerifyReport::to_json() const {
   nlohmann::json j = {{"spec", nlohmann::json::parse(canonical)},
                       {"arch", arch},
                       {"device", device},
-                      {"m", shape.M},
-                      {"n", shape.N},
-                      {"k", shape.K},
+                      {"shape", shape},
                       {"seed", seed},
+                      {"checked", checked},
                       {"mismatches", mismatches},
-                      {"gemm_us", gemm_us},
+                      {"kernel_us", kernel_us},
                       {"pack_us", pack_us},
                       {"tops", tops}};
   if (mismatches) j["first_mismatch"] = first_mismatch;
   return j;
 }
 
-VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, uint64_t seed,
+std::string VerifyReport::to_text() const {
+  return fmt::format("verify {} {} on {} ({}): {} checked, mismatches {}{}, kernel {:.2f} us ({:.1f} TOPS), pack {:.2f} us",
+                     canonical, shape.dump(), device, arch, checked, mismatches,
+                     mismatches ? " (first " + first_mismatch + ")" : "", kernel_us, tops, pack_us);
+}
+
+VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& s, uint64_t seed,
                          int timing_launches) {
-  check_apmm_shape(spec, shape);
+  check_apmm_shape(spec, s);
   VerifyReport rep;
-  rep.shape = shape;
+  rep.shape = {{"m", s.M}, {"n", s.N}, {"k", s.K}};
   rep.seed = seed;
-  const std::vector<int16_t> W = random_operand(spec.w, static_cast<size_t>(shape.M * shape.K), seed);
-  const std::vector<int16_t> X = random_operand(spec.x, static_cast<size_t>(shape.N * shape.K), seed ^ 0x9e3779b97f4a7c15ull);
+  const std::vector<int16_t> W = random_operand(spec.w, static_cast<size_t>(s.M * s.K), seed);
+  const std::vector<int16_t> X = random_operand(spec.x, static_cast<size_t>(s.N * s.K), seed ^ 0x9e3779b97f4a7c15ull);
 
   std::shared_ptr<Kernel> kernel = engine.kernel(spec);
-  rep.canonical = kernel->compiled.canonical;
-  rep.arch = kernel->compiled.arch;
-  rep.device = current_device().name;
+  describe_kernel(*kernel, &rep);
   ApmmRunner runner(kernel);
-  const std::string& ctx = kernel->module->context();
-
   DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
-  DeviceBuffer y(static_cast<size_t>(shape.M * shape.N) * 4);
+  DeviceBuffer y(static_cast<size_t>(s.M * s.N) * 4);
   y.fill_u32(0xdeadbeefu);  // poison: an element the kernel does not write cannot pass
   EventTimer timer;
   timer.start();
-  const PackedOperand pw = runner.pack_w(w, shape.M, shape.K);
-  const PackedOperand px = runner.pack_x(x, shape.N, shape.K);
+  const PackedOperand pw = runner.pack_w(w, s.M, s.K);
+  const PackedOperand px = runner.pack_x(x, s.N, s.K);
   rep.pack_us = timer.stop_ms() * 1e3;
   runner.gemm(pw, px, y);
-  synchronize(ctx);
-  const std::vector<int32_t> got = y.to_vector<int32_t>(static_cast<size_t>(shape.M * shape.N));
-  const std::vector<int32_t> want = reference_parallel(W, X, shape);
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != want[i]) {
-      if (rep.mismatches++ == 0)
-        rep.first_mismatch = fmt::format("({}, {}): gpu {}, cpu {}", i / shape.N, i % shape.N, got[i], want[i]);
-    }
-  }
+  synchronize(kernel->module->context());
+
+  std::vector<int32_t> want(static_cast<size_t>(s.M * s.N));
+  parallel_blocks(s.M, [&](int64_t m0, int64_t m1) {
+    const std::vector<int32_t> part = apmm_reference_direct(W.data() + m0 * s.K, X.data(), m1 - m0, s.N, s.K);
+    std::copy(part.begin(), part.end(), want.begin() + m0 * s.N);
+  });
+  compare(y.to_vector<int32_t>(want.size()), want, &rep);
 
   if (timing_launches > 0) {
-    for (int i = 0; i < 3; ++i) runner.gemm(pw, px, y);  // warm-up
-    std::vector<double> per_launch;
-    for (int rep_i = 0; rep_i < 5; ++rep_i) {
-      timer.start();
-      for (int i = 0; i < timing_launches; ++i) runner.gemm(pw, px, y);
-      per_launch.push_back(timer.stop_ms() * 1e3 / timing_launches);
-    }
-    std::sort(per_launch.begin(), per_launch.end());
-    rep.gemm_us = per_launch[per_launch.size() / 2];
-    rep.tops = 2.0 * shape.M * shape.N * shape.K / (rep.gemm_us * 1e-6) / 1e12;
+    rep.kernel_us = median_us(timing_launches, [&] { runner.gemm(pw, px, y); });
+    rep.tops = 2.0 * s.M * s.N * s.K / (rep.kernel_us * 1e-6) / 1e12;
+  }
+  return rep;
+}
+
+VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, uint64_t seed,
+                           int timing_launches) {
+  const ConvGeometry g = conv_geometry(spec, shape);
+  VerifyReport rep;
+  rep.shape = {{"batch", g.N}, {"in_channels", g.C}, {"height", g.H}, {"width", g.W}, {"out_channels", g.O},
+               {"out_height", g.Ho()}, {"out_width", g.Wo()}};
+  rep.seed = seed;
+  const int64_t khw = int64_t{g.kh} * g.kw, pixels = g.N * g.Ho() * g.Wo();
+  const std::vector<int16_t> W = random_operand(spec.w, static_cast<size_t>(g.O * g.C * khw), seed);
+  const std::vector<int16_t> X =
+      random_operand(spec.x, static_cast<size_t>(g.N * g.C * g.H * g.W), seed ^ 0x9e3779b97f4a7c15ull);
+
+  std::shared_ptr<Kernel> kernel = engine.kernel(spec);
+  describe_kernel(*kernel, &rep);
+  ConvRunner runner(kernel);
+  DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
+  DeviceBuffer y(static_cast<size_t>(pixels * g.O) * 4), colsum(static_cast<size_t>(pixels) * 4),
+      nvalid(static_cast<size_t>(pixels) * 4);
+  y.fill_u32(0xdeadbeefu);
+  EventTimer timer;
+  timer.start();
+  const PackedConvWeights pw = runner.pack_w(w, g);
+  const PackedConvActivations px = runner.pack_x(x, g);
+  rep.pack_us = timer.stop_ms() * 1e3;
+  runner.conv(pw, px, g, y, colsum, nvalid);
+  synchronize(kernel->module->context());
+
+  // The reference per block of output channels: Y[n][o0:o1] of each image.
+  std::vector<int32_t> want(static_cast<size_t>(pixels * g.O));
+  const int64_t plane = g.Ho() * g.Wo();
+  parallel_blocks(g.O, [&](int64_t o0, int64_t o1) {
+    ConvGeometry part = g;
+    part.O = o1 - o0;
+    const std::vector<int32_t> y_part = conv_reference_direct(part, W.data() + o0 * g.C * khw, X.data());
+    for (int64_t n = 0; n < g.N; ++n)
+      std::copy(y_part.begin() + n * part.O * plane, y_part.begin() + (n + 1) * part.O * plane,
+                want.begin() + (n * g.O + o0) * plane);
+  });
+  compare(y.to_vector<int32_t>(want.size()), want, &rep);
+
+  if (timing_launches > 0) {
+    rep.kernel_us = median_us(timing_launches, [&] { runner.conv(pw, px, g, y, colsum, nvalid); });
+    rep.tops = 2.0 * pixels * g.O * g.C * khw / (rep.kernel_us * 1e-6) / 1e12;
   }
   return rep;
 }

@@ -9,18 +9,22 @@ namespace apnn {
 
 struct VerifyReport {
   std::string canonical, arch, device;
-  ApmmShape shape;
+  nlohmann::json shape;          // {"m","n","k"} or {"batch","in_channels",...}
   uint64_t seed = 0;
+  uint64_t checked = 0;          // output elements compared
   uint64_t mismatches = 0;
-  std::string first_mismatch;   // "(m, n): gpu G, cpu C" when mismatches > 0
-  double gemm_us = 0;           // median over repeats of back-to-back launches
-  double pack_us = 0;           // packing both operands once
-  double tops = 0;              // logical ops (2*M*N*K) per second, 1e12
+  std::string first_mismatch;    // "index i: gpu G, cpu C" when mismatches > 0
+  double kernel_us = 0;          // median over repeats of back-to-back launches
+  double pack_us = 0;            // packing both operands once
+  double tops = 0;               // logical multiply-adds x2 per second, 1e12
   nlohmann::json to_json() const;
+  std::string to_text() const;
 };
 
 // timing_launches = 0 skips timing.
 VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, uint64_t seed,
                          int timing_launches = 50);
+VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, uint64_t seed,
+                           int timing_launches = 50);
 
 }  // namespace apnn

@@ -69,26 +69,58 @@ Tile parse_tile(const json& t, const OperandFormat& w, const OperandFormat& x, s
   return tile;
 }
 
+// [a, b] with each in lo..hi: kernel, stride and pad of apconv.
+void get_pair(const json& obj, const char* key, int lo, int hi, int* a, int* b, std::string_view origin) {
+  const json& v = obj.at(key);
+  const std::string want = fmt::format("an array of 2 integers in {}..{}", lo, hi);
+  if (!v.is_array() || v.size() != 2) fail(origin, fmt::format("field '{}' must be {}, got {}", key, want, v.dump()));
+  for (int i = 0; i < 2; ++i) {
+    if (!v[i].is_number_integer() || v[i].get<long long>() < lo || v[i].get<long long>() > hi)
+      fail(origin, fmt::format("field '{}[{}]' must be an integer in {}..{}, got {}", key, i, lo, hi, v[i].dump()));
+  }
+  *a = v[0].get<int>();
+  *b = v[1].get<int>();
+}
+
+ConvParams parse_conv(const json& j, std::string_view origin) {
+  ConvParams c;
+  if (!j.contains("kernel")) fail(origin, "missing field 'kernel' (apconv: an array of 2 integers in 1..7)");
+  get_pair(j, "kernel", 1, 7, &c.kh, &c.kw, origin);
+  if (j.contains("stride")) get_pair(j, "stride", 1, 4, &c.sh, &c.sw, origin);
+  if (j.contains("pad")) get_pair(j, "pad", 0, 3, &c.ph, &c.pw, origin);
+  return c;
+}
+
 }  // namespace
 
 const char* op_name(Op op) {
   switch (op) {
     case Op::Apmm: return "apmm";
+    case Op::Apconv: return "apconv";
   }
   return "?";
 }
 
 KernelSpec parse_spec(const json& j, std::string_view origin) {
   if (!j.is_object()) fail(origin, fmt::format("a kernel spec must be a JSON object, got {}", j.type_name()));
-  reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "tile"}, "", origin);
   KernelSpec s;
-  if (!j.contains("op")) fail(origin, "missing field 'op' (one of \"apmm\")");
-  if (j.at("op") != "apmm") fail(origin, fmt::format("field 'op' must be one of \"apmm\", got {}", j.at("op").dump()));
-  s.op = Op::Apmm;
+  if (!j.contains("op")) fail(origin, "missing field 'op' (one of \"apmm\", \"apconv\")");
+  if (j.at("op") == "apmm") {
+    s.op = Op::Apmm;
+    for (const char* conv_only : {"kernel", "stride", "pad"})
+      if (j.contains(conv_only)) fail(origin, fmt::format("field '{}' belongs to op \"apconv\", not \"apmm\"", conv_only));
+    reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "tile"}, "", origin);
+  } else if (j.at("op") == "apconv") {
+    s.op = Op::Apconv;
+    reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "kernel", "stride", "pad", "tile"}, "", origin);
+  } else {
+    fail(origin, fmt::format("field 'op' must be one of \"apmm\", \"apconv\", got {}", j.at("op").dump()));
+  }
   s.w.bits = get_int(j, "w_bits", "w_bits", 1, kMaxBits, origin);
   s.w.enc = get_encoding(j, "w_enc", origin);
   s.x.bits = get_int(j, "x_bits", "x_bits", 1, kMaxBits, origin);
   s.x.enc = get_encoding(j, "x_enc", origin);
+  if (s.op == Op::Apconv) s.conv = parse_conv(j, origin);
   if (j.contains("tile")) s.tile = parse_tile(j.at("tile"), s.w, s.x, origin);
   return s;
 }
@@ -118,6 +150,11 @@ nlohmann::json to_json(const KernelSpec& spec) {
             {"w_enc", encoding_name(spec.w.enc)},
             {"x_bits", spec.x.bits},
             {"x_enc", encoding_name(spec.x.enc)}};
+  if (spec.op == Op::Apconv) {
+    j["kernel"] = {spec.conv.kh, spec.conv.kw};
+    j["stride"] = {spec.conv.sh, spec.conv.sw};
+    j["pad"] = {spec.conv.ph, spec.conv.pw};
+  }
   if (spec.tile) {
     const Tile& t = *spec.tile;
     j["tile"] = {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"stages", t.stages}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}};

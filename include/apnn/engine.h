@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apnn/cache.h"
+#include "apnn/conv_layout.h"
 #include "apnn/spec.h"
 
 namespace apnn {
@@ -60,6 +61,16 @@ class Engine {
 struct ApmmShape {
   int64_t M = 0, N = 0, K = 0;
 };
+
+struct ConvShape {
+  int64_t N = 0, C = 0, H = 0, W = 0;  // input activations (N, C, H, W)
+  int64_t O = 0;                       // output channels
+};
+
+// Y (N, O, Ho, Wo) int32 = the convolution of X (N, C, H, W) with W (O, C, Kh, Kw), every
+// padded position holding the value 0; kernel, stride and pad come from the (apconv) spec.
+std::vector<int32_t> apconv(Engine& engine, const KernelSpec& spec, const int16_t* W, const int16_t* X,
+                            const ConvShape& shape);
 
 // Y (M x N, int32, row-major) = W (M x K) . X (N x K)^T; values int16 row-major within the
 // spec's encodings (checked: Error(InvalidInput) names the operand, index and value).

@@ -12,7 +12,7 @@
 
 namespace apnn {
 
-enum class Op { Apmm };
+enum class Op { Apmm, Apconv };
 
 // Block tile of the output (bm x bn), K step in bits (bk), pipeline depth and warp grid.
 struct Tile {
@@ -24,8 +24,19 @@ struct Tile {
   }
 };
 
+// APConv geometry fixed at compile time (batch, channels and spatial sizes are run-time).
+struct ConvParams {
+  int kh = 3, kw = 3;  // kernel, 1..7
+  int sh = 1, sw = 1;  // stride, 1..4
+  int ph = 0, pw = 0;  // zero padding, 0..3
+  bool operator==(const ConvParams& o) const {
+    return kh == o.kh && kw == o.kw && sh == o.sh && sw == o.sw && ph == o.ph && pw == o.pw;
+  }
+};
+
 struct KernelSpec {
   Op op = Op::Apmm;
+  ConvParams conv;  // op == Apconv only
   OperandFormat w{1, Encoding::Pm1};
   OperandFormat x{2, Encoding::Unsigned};
   std::optional<Tile> tile;  // absent: the library chooses (see canonicalize)

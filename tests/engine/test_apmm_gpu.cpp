@@ -15,54 +15,18 @@
 #include "apnn/engine.h"
 #include "apnn/npy.h"
 #include "engine/verify.h"
+#include "gpu_test_util.h"
 
 namespace fs = std::filesystem;
 using namespace apnn;
 
 namespace {
 
-const Encoding kEncodings[] = {Encoding::Unsigned, Encoding::Pm1, Encoding::Signed};
-
-std::vector<KernelSpec> all_precisions() {
-  std::vector<KernelSpec> specs;
-  for (int p = 1; p <= 8; ++p)
-    for (int q = 1; q <= 8; ++q)
-      for (Encoding we : kEncodings)
-        for (Encoding xe : kEncodings) {
-          KernelSpec s;
-          s.w = {p, we};
-          s.x = {q, xe};
-          specs.push_back(s);
-        }
-  return specs;
-}
-
-// A private cache for the run, filled by parallel compiles (one Engine per thread).
-struct TempCache {
-  fs::path dir;
-  TempCache() {
-    char tmpl[] = "/tmp/apnn-gpu-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-    setenv("APNN_CACHE_DIR", dir.c_str(), 1);
-  }
-  ~TempCache() { fs::remove_all(dir); }
-};
-
-void prewarm(const std::vector<KernelSpec>& specs, const std::string& arch) {
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  const unsigned n = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned t = 0; t < n; ++t)
-    pool.emplace_back([&] {
-      Engine engine;
-      for (size_t i = next++; i < specs.size(); i = next++) engine.compile(specs[i], arch);
-    });
-  for (auto& t : pool) t.join();
-}
-
 std::string name_of(const KernelSpec& s) {
   return fmt::format("w{}{} x{}{}", s.w.bits, encoding_name(s.w.enc), s.x.bits, encoding_name(s.x.enc));
 }
+
+const Encoding kEncodings[] = {Encoding::Unsigned, Encoding::Pm1, Encoding::Signed};
 
 }  // namespace
 
@@ -129,12 +93,9 @@ TEST_CASE("extremes: the largest K whose result fits int32") {
 TEST_CASE("golden vectors (shared/vectors) on the GPU") {
   TempCache cache;
   Engine engine;
-  const char* env = std::getenv("APNN_VECTORS_DIR");
-  const fs::path root = env ? env : APNN_VECTORS_DIR;
-  REQUIRE_MESSAGE(fs::is_directory(root), "golden vectors not found at ", root.string(), " (set APNN_VECTORS_DIR)");
   int checked = 0;
-  for (const auto& dir : fs::directory_iterator(root)) {
-    if (dir.path().filename().string().rfind("apmm_", 0) != 0) continue;
+  for (const fs::path& d : golden_dirs("apmm_")) {
+    const fs::directory_entry dir(d);
     std::ifstream in(dir.path() / "spec.json");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const KernelSpec s = parse_spec_text(text, (dir.path() / "spec.json").string());

@@ -1,0 +1,26 @@
+#include "apnn/engine.h"
+#include "engine/conv_runner.h"
+#include "engine/operand_check.h"
+
+namespace apnn {
+
+std::vector<int32_t> apconv(Engine& engine, const KernelSpec& spec, const int16_t* W, const int16_t* X,
+                            const ConvShape& shape) {
+  const ConvGeometry g = conv_geometry(spec, shape);
+  check_operand_values("W", spec.w, W, g.O, g.C * g.kh * g.kw);
+  check_operand_values("X", spec.x, X, g.N, g.C * g.H * g.W);
+  ConvRunner runner(engine.kernel(spec));
+  DeviceBuffer w(static_cast<size_t>(g.O * g.C * g.kh * g.kw) * 2), x(static_cast<size_t>(g.N * g.C * g.H * g.W) * 2);
+  w.upload(W, w.bytes());
+  x.upload(X, x.bytes());
+  const PackedConvWeights pw = runner.pack_w(w, g);
+  const PackedConvActivations px = runner.pack_x(x, g);
+  const int64_t pixels = g.N * g.Ho() * g.Wo();
+  DeviceBuffer y(static_cast<size_t>(pixels * g.O) * 4), colsum(static_cast<size_t>(pixels) * 4),
+      nvalid(static_cast<size_t>(pixels) * 4);
+  runner.conv(pw, px, g, y, colsum, nvalid);
+  synchronize(runner.kernel().module->context());
+  return y.to_vector<int32_t>(static_cast<size_t>(pixels * g.O));
+}
+
+}  // namespace apnn

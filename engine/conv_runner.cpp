@@ -1,0 +1,128 @@
+#include "engine/conv_runner.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "apnn/error.h"
+#include "generator/generate.h"
+#include "runtime/driver_api.h"
+#include "spec/kernel_rules.h"
+
+namespace apnn {
+
+namespace {
+
+unsigned blocks(int64_t items, int64_t per_block) { return static_cast<unsigned>((items + per_block - 1) / per_block); }
+
+}  // namespace
+
+ConvGeometry conv_geometry(const KernelSpec& spec, const ConvShape& s) {
+  if (spec.op != Op::Apconv) throw Error(ErrorKind::InvalidInput, "conv: the spec's op is not apconv");
+  const struct { const char* name; int64_t v; } dims[] = {
+      {"batch", s.N}, {"in-channels", s.C}, {"height", s.H}, {"width", s.W}, {"out-channels", s.O}};
+  for (const auto& d : dims) {
+    if (d.v < 1) throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} must be >= 1, got {}", d.name, d.v));
+    if (d.v > (1 << 24)) throw Error(ErrorKind::InvalidInput, fmt::format("shape: {}={} exceeds {}", d.name, d.v, 1 << 24));
+  }
+  ConvGeometry g;
+  g.N = s.N, g.C = s.C, g.H = s.H, g.W = s.W, g.O = s.O;
+  g.kh = spec.conv.kh, g.kw = spec.conv.kw, g.sh = spec.conv.sh, g.sw = spec.conv.sw, g.ph = spec.conv.ph,
+  g.pw = spec.conv.pw;
+  if (g.H + 2 * g.ph < g.kh || g.W + 2 * g.pw < g.kw)
+    throw Error(ErrorKind::InvalidInput, fmt::format("shape: the {}x{} kernel does not fit the {}x{} input padded by ({}, {})",
+                                                     g.kh, g.kw, g.H, g.W, g.ph, g.pw));
+  const int64_t limit = (int64_t{1} << 31) - 1;
+  if (g.N * g.Ho() * g.Wo() > limit || g.N * g.O * g.Ho() * g.Wo() > limit || g.N * s.C * g.H * g.W > limit)
+    throw Error(ErrorKind::InvalidInput, "shape: the tensors exceed 2^31 elements");
+  const int64_t K = g.C * g.kh * g.kw;
+  const int64_t wmax = std::max(std::llabs(spec.w.min_value()), std::llabs(spec.w.max_value()));
+  const int64_t xmax = std::max(std::llabs(spec.x.min_value()), std::llabs(spec.x.max_value()));
+  if (K > limit / (wmax * xmax))
+    throw Error(ErrorKind::InvalidInput, fmt::format("shape: in-channels*kernel = {} can overflow the int32 output for {} x {}; "
+                                                     "it must be <= {}",
+                                                     K, spec.w.describe(), spec.x.describe(), limit / (wmax * xmax)));
+  return g;
+}
+
+ConvRunner::ConvRunner(std::shared_ptr<Kernel> kernel) : kernel_(std::move(kernel)) {}
+
+PackedConvWeights ConvRunner::pack_w(const DeviceBuffer& values, const ConvGeometry& g) {
+  const int bits = kernel_->compiled.spec.w.bits;
+  PackedConvWeights p;
+  p.O = g.O;
+  p.C = g.C;
+  const int64_t khw = int64_t{g.kh} * g.kw;
+  p.planes = DeviceBuffer(static_cast<size_t>(conv_weight_words(bits, g.O, g.C, g.kh, g.kw)) * 4);
+  p.possum = DeviceBuffer(static_cast<size_t>(g.O * khw) * 4);
+  p.rowsum = DeviceBuffer(static_cast<size_t>(g.O) * 4);
+  p.rowsum.fill_u32(0);  // accumulated with atomics
+  CUdeviceptr src = values.ptr(), planes = p.planes.ptr(), possum = p.possum.ptr(), rowsum = p.rowsum.ptr();
+  int o = static_cast<int>(g.O), c = static_cast<int>(g.C), k = static_cast<int>(khw);
+  int cw = static_cast<int>(conv_channel_words(g.C));
+  void* args[] = {&src, &o, &c, &k, &cw, &planes, &possum, &rowsum};
+  LaunchDims d;
+  d.grid_x = blocks(g.O * khw, kPackThreads / 32);
+  d.block_x = kPackThreads;
+  kernel_->module->launch(kPackWKernel, d, args);
+  return p;
+}
+
+PackedConvActivations ConvRunner::pack_x(const DeviceBuffer& values, const ConvGeometry& g) {
+  const int bits = kernel_->compiled.spec.x.bits;
+  PackedConvActivations p;
+  p.N = g.N, p.C = g.C, p.H = g.H, p.W = g.W;
+  p.planes = DeviceBuffer(static_cast<size_t>(conv_activation_words(bits, g.N, g.C, g.H, g.W)) * 4);
+  p.pixsum = DeviceBuffer(static_cast<size_t>(g.N * g.H * g.W) * 4);
+  CUdeviceptr src = values.ptr(), planes = p.planes.ptr(), pixsum = p.pixsum.ptr();
+  int n = static_cast<int>(g.N), c = static_cast<int>(g.C), h = static_cast<int>(g.H), w = static_cast<int>(g.W);
+  int cw = static_cast<int>(conv_channel_words(g.C));
+  void* args[] = {&src, &n, &c, &h, &w, &cw, &planes, &pixsum};
+  LaunchDims d;
+  d.grid_x = blocks(g.N * g.H * g.W, kPackThreads / 32);
+  d.block_x = kPackThreads;
+  kernel_->module->launch(kPackXKernel, d, args);
+  return p;
+}
+
+DeviceBuffer ConvRunner::unpack_x(const PackedConvActivations& x) {
+  DeviceBuffer out(static_cast<size_t>(x.N * x.C * x.H * x.W) * 2);
+  CUdeviceptr planes = x.planes.ptr(), dst = out.ptr();
+  int n = static_cast<int>(x.N), c = static_cast<int>(x.C), h = static_cast<int>(x.H), w = static_cast<int>(x.W);
+  int cw = static_cast<int>(conv_channel_words(x.C));
+  void* args[] = {&planes, &n, &c, &h, &w, &cw, &dst};
+  LaunchDims d;
+  d.grid_x = blocks(x.N * x.C * x.H * x.W, kPackThreads);
+  d.block_x = kPackThreads;
+  kernel_->module->launch(kUnpackXKernel, d, args);
+  return out;
+}
+
+void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x, const ConvGeometry& g,
+                      DeviceBuffer& y, DeviceBuffer& colsum, DeviceBuffer& nvalid) {
+  const KernelSpec& s = kernel_->compiled.spec;
+  const Tile& t = *s.tile;
+  int n = static_cast<int>(g.N), c = static_cast<int>(g.C), h = static_cast<int>(g.H), wd = static_cast<int>(g.W);
+  int ho = static_cast<int>(g.Ho()), wo = static_cast<int>(g.Wo()), o = static_cast<int>(g.O);
+  int cw = static_cast<int>(conv_channel_words(g.C));
+  CUdeviceptr pixsum = x.pixsum.ptr(), cs = colsum.ptr(), nv = nvalid.ptr();
+  void* cargs[] = {&pixsum, &n, &h, &wd, &ho, &wo, &cs, &nv};
+  LaunchDims cd;
+  cd.grid_x = blocks(g.N * g.Ho() * g.Wo(), kPackThreads);
+  cd.block_x = kPackThreads;
+  kernel_->module->launch(kConvColsumKernel, cd, cargs);
+
+  CUdeviceptr wp = w.planes.ptr(), rowsum = w.rowsum.ptr(), possum = w.possum.ptr(), xp = x.planes.ptr(), yp = y.ptr();
+  void* args[] = {&wp, &rowsum, &possum, &xp, &cs, &nv, &yp, &o, &n, &c, &h, &wd, &ho, &wo, &cw};
+  LaunchDims d;
+  d.grid_x = blocks(g.O, t.bm);
+  d.grid_y = blocks(g.N * g.Ho() * g.Wo(), t.bn);
+  if (d.grid_y > 65535)
+    throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} output pixels need {} tiles of {}, above the grid limit 65535",
+                                                     g.N * g.Ho() * g.Wo(), d.grid_y, t.bn));
+  d.block_x = 32 * t.warps_m * t.warps_n;
+  d.smem_bytes = static_cast<unsigned>(rules::shared_bytes(t, s.w, s.x));
+  kernel_->module->launch(kConvKernel, d, args);
+}
+
+}  // namespace apnn

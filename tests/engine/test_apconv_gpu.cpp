@@ -1,0 +1,143 @@
+// APConv on the GPU, bit-exact against the CPU reference: every bit pair x encoding
+// pair on a small conv, the paper's layer settings, strided / unpadded / 1x1 / odd
+// shapes, the golden vectors, and the packed layout against its CPU reference.
+#include "gpu_main.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "apnn/conv_reference.h"
+#include "apnn/engine.h"
+#include "apnn/npy.h"
+#include "apnn/reference.h"
+#include "engine/conv_runner.h"
+#include "engine/verify.h"
+#include "gpu_test_util.h"
+
+namespace fs = std::filesystem;
+using namespace apnn;
+
+namespace {
+
+KernelSpec conv_spec(OperandFormat w, OperandFormat x, ConvParams c) {
+  KernelSpec s;
+  s.op = Op::Apconv;
+  s.w = w;
+  s.x = x;
+  s.conv = c;
+  return s;
+}
+
+void expect_exact(Engine& engine, const KernelSpec& s, const ConvShape& sh, uint64_t seed) {
+  const VerifyReport r = verify_apconv(engine, s, sh, seed, 0);
+  INFO(r.canonical, " ", r.shape.dump(), ": ", r.first_mismatch);
+  CHECK(r.checked > 0);
+  CHECK(r.mismatches == 0);
+}
+
+}  // namespace
+
+TEST_CASE("every bit pair x encoding pair on a small padded conv") {
+  TempCache cache;
+  std::vector<KernelSpec> specs;
+  for (const KernelSpec& s : all_precisions()) specs.push_back(conv_spec(s.w, s.x, {3, 3, 1, 1, 1, 1}));
+  prewarm(specs, current_device().arch());
+  Engine engine;
+  uint64_t seed = 1;
+  for (const KernelSpec& s : specs) expect_exact(engine, s, {2, 35, 9, 7, 19}, ++seed);
+  std::printf("apconv all precisions: %zu specs (64 bit pairs x 9 encoding pairs) on N=2 C=35 9x7 O=19 3x3/1 pad 1\n",
+              specs.size());
+}
+
+TEST_CASE("the paper's layer settings: N=1, 16x16, 3x3/1 pad 1, C=O in 128..1024") {
+  TempCache cache;
+  Engine engine;
+  const OperandFormat pairs[][2] = {{{1, Encoding::Pm1}, {2, Encoding::Unsigned}},
+                                    {{2, Encoding::Signed}, {2, Encoding::Unsigned}},
+                                    {{1, Encoding::Pm1}, {4, Encoding::Unsigned}},
+                                    {{2, Encoding::Signed}, {8, Encoding::Unsigned}},
+                                    {{1, Encoding::Pm1}, {2, Encoding::Pm1}}};
+  int cases = 0;
+  for (const auto& p : pairs)
+    for (int64_t c : {128, 256, 512, 1024}) {
+      expect_exact(engine, conv_spec(p[0], p[1], {3, 3, 1, 1, 1, 1}), {1, c, 16, 16, c}, static_cast<uint64_t>(c));
+      ++cases;
+    }
+  std::printf("apconv paper layers: %d cases exact\n", cases);
+}
+
+TEST_CASE("strided, unpadded, 1x1 and the AlexNet / VGG / ResNet-18 kernels on odd shapes") {
+  TempCache cache;
+  Engine engine;
+  struct Case { ConvParams c; ConvShape s; };
+  const Case cases[] = {
+      {{3, 3, 2, 2, 1, 1}, {2, 64, 15, 15, 33}},   // ResNet downsampling 3x3/2
+      {{3, 3, 1, 1, 0, 0}, {1, 65, 10, 12, 17}},   // unpadded
+      {{1, 1, 1, 1, 0, 0}, {3, 129, 7, 7, 40}},    // 1x1
+      {{1, 1, 2, 2, 0, 0}, {2, 96, 14, 14, 24}},   // ResNet shortcut 1x1/2
+      {{11, 11, 4, 4, 2, 2}, {1, 3, 63, 63, 16}},  // AlexNet conv1
+      {{5, 5, 1, 1, 2, 2}, {1, 48, 13, 13, 20}},   // AlexNet conv2
+      {{7, 7, 2, 2, 3, 3}, {2, 3, 32, 30, 16}},    // ResNet conv1
+      {{3, 3, 1, 1, 1, 1}, {4, 65, 1, 1, 9}},      // H = W = 1: only the centre tap is inside
+      {{3, 3, 2, 2, 0, 0}, {1, 32, 3, 3, 8}},      // Ho = Wo = 1
+      {{3, 3, 1, 1, 3, 3}, {1, 16, 2, 3, 5}},      // padding larger than the image
+  };
+  const OperandFormat pairs[][2] = {{{1, Encoding::Pm1}, {2, Encoding::Unsigned}},
+                                    {{2, Encoding::Signed}, {2, Encoding::Pm1}},
+                                    {{1, Encoding::Pm1}, {1, Encoding::Pm1}},
+                                    {{3, Encoding::Unsigned}, {4, Encoding::Signed}}};
+  for (const Case& c : cases)
+    for (const auto& p : pairs) expect_exact(engine, conv_spec(p[0], p[1], c.c), c.s, 11);
+}
+
+TEST_CASE("packed layout matches the CPU reference, and unpack inverts pack") {
+  TempCache cache;
+  Engine engine;
+  for (int bits : {1, 2, 5, 8})
+    for (Encoding e : {Encoding::Unsigned, Encoding::Pm1, Encoding::Signed}) {
+      const OperandFormat f{bits, e};
+      const KernelSpec s = conv_spec(f, f, {3, 3, 1, 1, 1, 1});
+      ConvRunner runner(engine.kernel(s));
+      const ConvGeometry g = conv_geometry(s, {2, 131, 5, 6, 7});
+      const std::vector<int16_t> X = random_operand(f, static_cast<size_t>(g.N * g.C * g.H * g.W), 3);
+      const std::vector<int16_t> W = random_operand(f, static_cast<size_t>(g.O * g.C * 9), 4);
+      const PackedConvActivations px = runner.pack_x(DeviceBuffer::from(X), g);
+      const PackedConvWeights pw = runner.pack_w(DeviceBuffer::from(W), g);
+      const PackedActivations rx = pack_activations_reference(f, X.data(), g.N, g.C, g.H, g.W);
+      const PackedWeights rw = pack_weights_reference(f, W.data(), g.O, g.C, g.kh, g.kw);
+      INFO(f.describe());
+      CHECK(px.planes.to_vector<uint32_t>(rx.planes.size()) == rx.planes);
+      CHECK(px.pixsum.to_vector<int32_t>(rx.pixsum.size()) == rx.pixsum);
+      CHECK(pw.planes.to_vector<uint32_t>(rw.planes.size()) == rw.planes);
+      CHECK(pw.possum.to_vector<int32_t>(rw.possum.size()) == rw.possum);
+      CHECK(pw.rowsum.to_vector<int32_t>(rw.rowsum.size()) == rw.rowsum);
+      CHECK(runner.unpack_x(px).to_vector<int16_t>(X.size()) == X);
+    }
+}
+
+TEST_CASE("golden APConv vectors (shared/vectors) on the GPU") {
+  TempCache cache;
+  Engine engine;
+  int checked = 0;
+  for (const fs::path& dir : golden_dirs("apconv_")) {
+    std::ifstream in(dir / "spec.json");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const KernelSpec s = parse_spec_text(text, (dir / "spec.json").string());
+    const NpyArray w = read_npy_int((dir / "w.npy").string());
+    const NpyArray x = read_npy_int((dir / "x.npy").string());
+    const NpyArray y = read_npy_int((dir / "y.npy").string());
+    const std::vector<int16_t> W(w.values.begin(), w.values.end()), X(x.values.begin(), x.values.end());
+    const std::vector<int32_t> got = apconv(engine, s, W.data(), X.data(), {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0]});
+    INFO(dir.filename().string());
+    REQUIRE(got.size() == y.values.size());
+    CHECK(std::equal(got.begin(), got.end(), y.values.begin()));
+    ++checked;
+  }
+  CHECK(checked >= 6);
+  std::printf("golden vectors: %d APConv cases checked on the GPU\n", checked);
+}

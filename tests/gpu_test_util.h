@@ -1,0 +1,66 @@
+// Shared pieces of the GPU suites: a private cache per test, parallel prewarm, the
+// 576 precision x encoding combinations, and the golden vector folders.
+#pragma once
+#include <stdlib.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "apnn/engine.h"
+
+struct TempCache {
+  std::filesystem::path dir;
+  TempCache() {
+    char tmpl[] = "/tmp/apnn-gpu-test-XXXXXX";
+    dir = mkdtemp(tmpl);
+    setenv("APNN_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~TempCache() { std::filesystem::remove_all(dir); }
+};
+
+// Every (w_bits, x_bits) in 1..8 x 1..8 and every (w_enc, x_enc) pair: 576 specs (apmm).
+inline std::vector<apnn::KernelSpec> all_precisions() {
+  using apnn::Encoding;
+  std::vector<apnn::KernelSpec> specs;
+  for (int p = 1; p <= 8; ++p)
+    for (int q = 1; q <= 8; ++q)
+      for (Encoding we : {Encoding::Unsigned, Encoding::Pm1, Encoding::Signed})
+        for (Encoding xe : {Encoding::Unsigned, Encoding::Pm1, Encoding::Signed}) {
+          apnn::KernelSpec s;
+          s.w = {p, we};
+          s.x = {q, xe};
+          specs.push_back(s);
+        }
+  return specs;
+}
+
+// Compiles specs into the disk cache on all cores, one Engine per thread.
+inline void prewarm(const std::vector<apnn::KernelSpec>& specs, const std::string& arch) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned t = 0; t < n; ++t)
+    pool.emplace_back([&] {
+      apnn::Engine engine;
+      for (size_t i = next++; i < specs.size(); i = next++) engine.compile(specs[i], arch);
+    });
+  for (auto& t : pool) t.join();
+}
+
+// Golden vector folders whose name starts with prefix ($APNN_VECTORS_DIR overrides the build's path).
+inline std::vector<std::filesystem::path> golden_dirs(const std::string& prefix) {
+  const char* env = std::getenv("APNN_VECTORS_DIR");
+  const std::filesystem::path root = env ? env : APNN_VECTORS_DIR;
+  REQUIRE_MESSAGE(std::filesystem::is_directory(root), "golden vectors not found at ", root.string(),
+                  " (set APNN_VECTORS_DIR)");
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& d : std::filesystem::directory_iterator(root))
+    if (d.path().filename().string().rfind(prefix, 0) == 0) dirs.push_back(d.path());
+  return dirs;
+}
