@@ -1,3 +1,4 @@
+#include "engine/tile_choice.h"
 #include "engine/verify.h"
 
 #include <algorithm>
@@ -84,7 +85,7 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
   const std::vector<int16_t> W = random_operand(spec.w, static_cast<size_t>(s.M * s.K), seed);
   const std::vector<int16_t> X = random_operand(spec.x, static_cast<size_t>(s.N * s.K), seed ^ 0x9e3779b97f4a7c15ull);
 
-  std::shared_ptr<Kernel> kernel = engine.kernel(spec);
+  std::shared_ptr<Kernel> kernel = engine.kernel(with_tile_for(spec, s.M, s.N, s.K));
   describe_kernel(*kernel, &rep);
   ApmmRunner runner(kernel);
   DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
@@ -124,7 +125,7 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
   const std::vector<int16_t> X =
       random_operand(spec.x, static_cast<size_t>(g.N * g.C * g.H * g.W), seed ^ 0x9e3779b97f4a7c15ull);
 
-  std::shared_ptr<Kernel> kernel = engine.kernel(spec);
+  std::shared_ptr<Kernel> kernel = engine.kernel(with_tile_for(spec, g.O, pixels, g.C * khw));
   describe_kernel(*kernel, &rep);
   ConvRunner runner(kernel);
   DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);

@@ -19,7 +19,22 @@ for prec in "1 unsigned 1 unsigned" "1 pm1 2 unsigned" "2 unsigned 2 unsigned"; 
   echo "{\"op\":\"apmm\",\"w_bits\":$1,\"w_enc\":\"$2\",\"x_bits\":$3,\"x_enc\":\"$4\"}" > /tmp/spec.json
   for shape in "64 1024 1024" "4096 4096 4096"; do
     set -- $shape
-    "$bin/apnn" verify /tmp/spec.json --m $1 --n $2 --k $3 --json | tee -a "$out/verify.jsonl" || status=1
+    "$bin/apnn" verify /tmp/spec.json --m $1 --n $2 --k $3 --json | tee -a "$out/verify.jsonl" \
+      | python3 -c "import json,sys; r=json.load(sys.stdin); s=r['spec']; print('w%da%d %s: %.2f us (%.1f TOPS), mismatches %d' % (s['w_bits'], s['x_bits'], 'x'.join(str(r['shape'][k]) for k in 'mnk'), r['kernel_us'], r['tops'], r['mismatches']))" || status=1
   done
 done
+echo "== apnn verify: APConv, the paper's layers (N=1, 16x16, 3x3/1 pad 1)"
+for prec in "1 pm1 2 unsigned" "2 signed 2 unsigned" "1 pm1 4 unsigned" "2 signed 8 unsigned"; do
+  set -- $prec
+  echo "{\"op\":\"apconv\",\"w_bits\":$1,\"w_enc\":\"$2\",\"x_bits\":$3,\"x_enc\":\"$4\",\"kernel\":[3,3],\"stride\":[1,1],\"pad\":[1,1]}" > /tmp/conv.json
+  for c in 128 256 512 1024; do
+    "$bin/apnn" verify /tmp/conv.json --batch 1 --in-channels $c --height 16 --width 16 --out-channels $c --json \
+      | tee -a "$out/verify.jsonl" | python3 -c "import json,sys; r=json.load(sys.stdin); print('w%da%d C=O=%d: %.2f us, mismatches %d' % (r['spec']['w_bits'], r['spec']['x_bits'], r['shape']['in_channels'], r['kernel_us'], r['mismatches']))" || status=1
+  done
+done
+if [ -x "$bin/apnn_bench_conv" ]; then
+  echo "== APConv vs cuDNN fp16 NHWC (same process, same timing rule)"
+  cudnn=$(find / -name 'libcudnn.so.9' -not -path '*/proc/*' 2>/dev/null | head -1)
+  LD_LIBRARY_PATH=$(dirname "${cudnn:-/usr/lib/x}"):${LD_LIBRARY_PATH:-} "$bin/apnn_bench_conv" --json "$out/bench_conv.jsonl" || status=1
+fi
 exit $status

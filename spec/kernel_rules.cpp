@@ -1,6 +1,7 @@
 #include "spec/kernel_rules.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include <fmt/format.h>
@@ -100,6 +101,50 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
   t.warps_m = 1;
   t.warps_n = 2;
   return t;
+}
+
+}  // namespace apnn::rules
+
+namespace apnn::rules {
+
+Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N, int64_t K_bits,
+                    int64_t tlp_threshold) {
+  struct Candidate {
+    Tile t;
+    int64_t tlp;
+    double ci;
+  };
+  std::vector<Candidate> legal;
+  for (int bm : {16, 32, 64, 128})
+    for (int bn : {16, 32, 64, 128}) {
+      Tile t;
+      t.bm = bm;
+      t.bn = bn;
+      t.bk = K_bits <= 256 ? 256 : 512;
+      t.stages = 3;
+      if (!choose_warps(&t, w, x)) {
+        // Small tiles cannot hold 4 warps: fall back to the largest grid that divides them.
+        bool found = false;
+        for (int wm : {2, 1})
+          for (int wn : {4, 2, 1}) {
+            if (found) break;
+            t.warps_m = wm;
+            t.warps_n = wn;
+            found = check_tile(t, w, x).empty();
+          }
+        if (!found) continue;
+      }
+      legal.push_back({t, ((M + bm - 1) / bm) * ((N + bn - 1) / bn), 2.0 * bm * bn / (bm + bn)});
+    }
+  if (legal.empty()) return default_tile(w, x);
+  std::sort(legal.begin(), legal.end(), [](const Candidate& a, const Candidate& b) {
+    return a.tlp != b.tlp ? a.tlp > b.tlp : a.ci > b.ci;
+  });
+  const Candidate* best = &legal.front();
+  if (best->tlp >= tlp_threshold)
+    for (const Candidate& c : legal)
+      if (c.tlp >= tlp_threshold && (c.ci > best->ci || (c.ci == best->ci && c.tlp > best->tlp))) best = &c;
+  return best->t;
 }
 
 }  // namespace apnn::rules

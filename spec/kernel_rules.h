@@ -1,6 +1,7 @@
 // What the APMM kernel family can run: plane-pair accumulator groups, legal
 // tiles, and the default tile. Shared by spec validation and the generator.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,17 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
 bool choose_warps(Tile* t, const OperandFormat& w, const OperandFormat& x);
 
 Tile default_tile(const OperandFormat& w, const OperandFormat& x);
+
+}  // namespace apnn::rules
+
+namespace apnn::rules {
+
+// The paper's heuristic (section 4.3) for a spec without a tile, given the problem:
+// candidates bm, bn in {16, 32, 64, 128}; TLP = number of blocks; take the highest TLP,
+// and if it is at least `tlp_threshold` (a few waves of the device's SMs), the highest
+// compute intensity 2*bm*bn/(bm+bn) among candidates that keep TLP above it.
+// bk is 256 when K fits in it, else 512; warps as choose_warps.
+Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N, int64_t K_bits,
+                    int64_t tlp_threshold);
 
 }  // namespace apnn::rules

@@ -84,8 +84,9 @@ void get_pair(const json& obj, const char* key, int lo, int hi, int* a, int* b, 
 
 ConvParams parse_conv(const json& j, std::string_view origin) {
   ConvParams c;
-  if (!j.contains("kernel")) fail(origin, "missing field 'kernel' (apconv: an array of 2 integers in 1..7)");
-  get_pair(j, "kernel", 1, 7, &c.kh, &c.kw, origin);
+  // 1..11: AlexNet's first layer is 11x11/4.
+  if (!j.contains("kernel")) fail(origin, "missing field 'kernel' (apconv: an array of 2 integers in 1..11)");
+  get_pair(j, "kernel", 1, 11, &c.kh, &c.kw, origin);
   if (j.contains("stride")) get_pair(j, "stride", 1, 4, &c.sh, &c.sw, origin);
   if (j.contains("pad")) get_pair(j, "pad", 0, 3, &c.ph, &c.pw, origin);
   return c;

@@ -24,7 +24,8 @@ struct TempCache {
   ~TempCache() { std::filesystem::remove_all(dir); }
 };
 
-// Every (w_bits, x_bits) in 1..8 x 1..8 and every (w_enc, x_enc) pair: 576 specs (apmm).
+// Every (w_bits, x_bits) in 1..8 x 1..8 and every (w_enc, x_enc) pair: 576 apmm specs, each
+// with its default tile pinned (so a prewarm covers every shape they later run on).
 inline std::vector<apnn::KernelSpec> all_precisions() {
   using apnn::Encoding;
   std::vector<apnn::KernelSpec> specs;
@@ -35,6 +36,7 @@ inline std::vector<apnn::KernelSpec> all_precisions() {
           apnn::KernelSpec s;
           s.w = {p, we};
           s.x = {q, xe};
+          s.tile = apnn::canonicalize(s).tile;
           specs.push_back(s);
         }
   return specs;

@@ -26,7 +26,7 @@ struct Tile {
 
 // APConv geometry fixed at compile time (batch, channels and spatial sizes are run-time).
 struct ConvParams {
-  int kh = 3, kw = 3;  // kernel, 1..7
+  int kh = 3, kw = 3;  // kernel, 1..11
   int sh = 1, sw = 1;  // stride, 1..4
   int ph = 0, pw = 0;  // zero padding, 0..3
   bool operator==(const ConvParams& o) const {

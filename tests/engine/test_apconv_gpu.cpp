@@ -45,7 +45,10 @@ void expect_exact(Engine& engine, const KernelSpec& s, const ConvShape& sh, uint
 TEST_CASE("every bit pair x encoding pair on a small padded conv") {
   TempCache cache;
   std::vector<KernelSpec> specs;
-  for (const KernelSpec& s : all_precisions()) specs.push_back(conv_spec(s.w, s.x, {3, 3, 1, 1, 1, 1}));
+  for (const KernelSpec& s : all_precisions()) {
+    specs.push_back(conv_spec(s.w, s.x, {3, 3, 1, 1, 1, 1}));
+    specs.back().tile = s.tile;
+  }
   prewarm(specs, current_device().arch());
   Engine engine;
   uint64_t seed = 1;
