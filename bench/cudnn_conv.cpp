@@ -37,6 +37,7 @@ struct CudnnConv::State {
   cudnnConvolutionFwdAlgo_t algo{};
   DeviceBuffer xb, wb, yb, workspace;
   size_t workspace_bytes = 0;
+  double find_us = 0;
 };
 
 CudnnConv::CudnnConv(const ConvGeometry& g) : s_(std::make_unique<State>()) {
@@ -66,6 +67,7 @@ CudnnConv::CudnnConv(const ConvGeometry& g) : s_(std::make_unique<State>()) {
     if (perf[i].status == CUDNN_STATUS_SUCCESS && (best < 0 || perf[i].time < perf[best].time)) best = i;
   if (best < 0) throw Error(ErrorKind::Driver, "cuDNN found no working fp16 NHWC algorithm");
   s.algo = perf[best].algo;
+  s.find_us = perf[best].time * 1e3;
   check(cudnnGetConvolutionForwardWorkspaceSize(s.handle, s.x, s.w, s.conv, s.y, s.algo, &s.workspace_bytes),
         "cudnnGetConvolutionForwardWorkspaceSize");
   s.workspace = DeviceBuffer(s.workspace_bytes);
@@ -88,6 +90,8 @@ void CudnnConv::run() {
                                 reinterpret_cast<void*>(s.yb.ptr())),
         "cudnnConvolutionForward");
 }
+
+double CudnnConv::find_us() const { return s_->find_us; }
 
 std::string CudnnConv::algorithm() const { return std::to_string(static_cast<int>(s_->algo)); }
 

@@ -14,6 +14,7 @@ class CudnnConv {
   ~CudnnConv();
   void run();                  // one forward convolution on the default stream
   std::string algorithm() const;
+  double find_us() const;  // cuDNN's own time for the chosen algorithm (cudnnFind)
 
  private:
   struct State;

@@ -6,6 +6,7 @@
 
 #include "apnn/bitplane_layout.h"
 #include "apnn/error.h"
+#include "engine/tile_choice.h"
 #include "generator/generate.h"
 #include "spec/kernel_rules.h"
 
@@ -28,7 +29,9 @@ void check_apmm_shape(const KernelSpec& spec, const ApmmShape& s) {
                                                      s.K, spec.w.describe(), spec.x.describe(), s.K * wmax * xmax, kmax));
 }
 
-ApmmRunner::ApmmRunner(std::shared_ptr<Kernel> kernel) : kernel_(std::move(kernel)) {}
+ApmmRunner::ApmmRunner(std::shared_ptr<Kernel> kernel) : kernel_(std::move(kernel)) {
+  check_tile_fits_device(kernel_->compiled.spec);
+}
 
 PackedOperand ApmmRunner::pack(const char* entry, int bits, const DeviceBuffer& values, int64_t rows, int64_t K) {
   PackedOperand p;

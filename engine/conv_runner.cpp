@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "apnn/error.h"
+#include "engine/tile_choice.h"
 #include "generator/generate.h"
 #include "runtime/driver_api.h"
 #include "spec/kernel_rules.h"
@@ -45,7 +46,9 @@ ConvGeometry conv_geometry(const KernelSpec& spec, const ConvShape& s) {
   return g;
 }
 
-ConvRunner::ConvRunner(std::shared_ptr<Kernel> kernel) : kernel_(std::move(kernel)) {}
+ConvRunner::ConvRunner(std::shared_ptr<Kernel> kernel) : kernel_(std::move(kernel)) {
+  check_tile_fits_device(kernel_->compiled.spec);
+}
 
 PackedConvWeights ConvRunner::pack_w(const DeviceBuffer& values, const ConvGeometry& g) {
   const int bits = kernel_->compiled.spec.w.bits;

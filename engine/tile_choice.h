@@ -10,4 +10,8 @@ namespace apnn {
 // GEMM view of the problem: M rows of W, N columns (rows of X / output pixels), K in bits.
 KernelSpec with_tile_for(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits);
 
+// Tiles are validated against the H100's 227 KB; other GPUs allow less (sm_86: 99 KB).
+// Throws Error(InvalidInput) naming the tile and the device's limit before any launch.
+void check_tile_fits_device(const KernelSpec& canonical);
+
 }  // namespace apnn

@@ -12,6 +12,7 @@
 #include "engine/apmm_runner.h"
 #include "engine/conv_runner.h"
 #include "runtime/device.h"
+#include "runtime/launch_timing.h"
 
 namespace apnn {
 
@@ -31,20 +32,6 @@ void compare(const std::vector<int32_t>& got, const std::vector<int32_t>& want, 
   for (size_t i = 0; i < got.size(); ++i)
     if (got[i] != want[i] && rep->mismatches++ == 0)
       rep->first_mismatch = fmt::format("element {}: gpu {}, cpu {}", i, got[i], want[i]);
-}
-
-// Median of 5 repeats of `launches` back-to-back launches, after a warm-up.
-double median_us(int launches, const std::function<void()>& launch) {
-  for (int i = 0; i < 3; ++i) launch();
-  EventTimer timer;
-  std::vector<double> per_launch;
-  for (int r = 0; r < 5; ++r) {
-    timer.start();
-    for (int i = 0; i < launches; ++i) launch();
-    per_launch.push_back(timer.stop_ms() * 1e3 / launches);
-  }
-  std::sort(per_launch.begin(), per_launch.end());
-  return per_launch[per_launch.size() / 2];
 }
 
 void describe_kernel(const Kernel& k, VerifyReport* rep) {
@@ -107,7 +94,7 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
   compare(y.to_vector<int32_t>(want.size()), want, &rep);
 
   if (timing_launches > 0) {
-    rep.kernel_us = median_us(timing_launches, [&] { runner.gemm(pw, px, y); });
+    rep.kernel_us = median_launch_us(timing_launches, [&] { runner.gemm(pw, px, y); });
     rep.tops = 2.0 * s.M * s.N * s.K / (rep.kernel_us * 1e-6) / 1e12;
   }
   return rep;
@@ -154,7 +141,7 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
   compare(y.to_vector<int32_t>(want.size()), want, &rep);
 
   if (timing_launches > 0) {
-    rep.kernel_us = median_us(timing_launches, [&] { runner.conv(pw, px, g, y, colsum, nvalid); });
+    rep.kernel_us = median_launch_us(timing_launches, [&] { runner.conv(pw, px, g, y, colsum, nvalid); });
     rep.tops = 2.0 * pixels * g.O * g.C * khw / (rep.kernel_us * 1e-6) / 1e12;
   }
   return rep;

@@ -68,7 +68,9 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
 bool choose_warps(Tile* t, const OperandFormat& w, const OperandFormat& x) {
   // Fewest warps first (at least 4 to hide latency); among equal counts, square-ish warp tiles
   // (more MMAs per fragment load).
-  static const int grids[][2] = {{2, 2}, {1, 4}, {4, 1}, {2, 4}, {4, 2}, {1, 8}, {8, 1}, {4, 4}, {2, 8}, {8, 2}};
+  // Tiles too small for 4 warps fall back to 2 or 1.
+  static const int grids[][2] = {{2, 2}, {1, 4}, {4, 1}, {2, 4}, {4, 2}, {1, 8}, {8, 1}, {4, 4},
+                                 {2, 8}, {8, 2}, {1, 2}, {2, 1}, {1, 1}};
   for (const auto& gr : grids) {
     Tile c = *t;
     c.warps_m = gr[0];
@@ -93,7 +95,7 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
       if (choose_warps(&t, w, x)) return t;
     }
   }
-  Tile t;
+  Tile t;  // 16x16 fits every precision (at most 32 groups x 8 registers with 1x2 warps)
   t.bm = 16;
   t.bn = 16;
   t.bk = 256;
@@ -108,7 +110,7 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
 namespace apnn::rules {
 
 Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N, int64_t K_bits,
-                    int64_t tlp_threshold) {
+                    int64_t tlp_threshold, int max_smem) {
   struct Candidate {
     Tile t;
     int64_t tlp;
@@ -122,18 +124,8 @@ Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, i
       t.bn = bn;
       t.bk = K_bits <= 256 ? 256 : 512;
       t.stages = 3;
-      if (!choose_warps(&t, w, x)) {
-        // Small tiles cannot hold 4 warps: fall back to the largest grid that divides them.
-        bool found = false;
-        for (int wm : {2, 1})
-          for (int wn : {4, 2, 1}) {
-            if (found) break;
-            t.warps_m = wm;
-            t.warps_n = wn;
-            found = check_tile(t, w, x).empty();
-          }
-        if (!found) continue;
-      }
+      if (shared_bytes(t, w, x) > max_smem) t.stages = 2;
+      if (!choose_warps(&t, w, x) || shared_bytes(t, w, x) > max_smem) continue;
       legal.push_back({t, ((M + bm - 1) / bm) * ((N + bn - 1) / bn), 2.0 * bm * bn / (bm + bn)});
     }
   if (legal.empty()) return default_tile(w, x);

@@ -43,7 +43,8 @@ namespace apnn::rules {
 // and if it is at least `tlp_threshold` (a few waves of the device's SMs), the highest
 // compute intensity 2*bm*bn/(bm+bn) among candidates that keep TLP above it.
 // bk is 256 when K fits in it, else 512; warps as choose_warps.
+// Candidates needing more than max_smem bytes of shared memory are skipped.
 Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N, int64_t K_bits,
-                    int64_t tlp_threshold);
+                    int64_t tlp_threshold, int max_smem = kMaxSharedBytes);
 
 }  // namespace apnn::rules

@@ -1,5 +1,7 @@
 #include "apnn/spec.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "apnn/error.h"
@@ -29,8 +31,10 @@ int get_int(const json& obj, const char* key, const std::string& field, int lo, 
   const json& v = obj.at(key);
   if (!v.is_number_integer())
     fail(origin, fmt::format("field '{}' must be an integer in {}..{}, got {}", field, lo, hi, v.dump()));
-  const auto n = v.get<long long>();
-  if (n < lo || n > hi) fail(origin, fmt::format("field '{}' must be an integer in {}..{}, got {}", field, lo, hi, n));
+  // A uint64 above INT64_MAX would wrap as long long: quote the value as written.
+  const bool huge = v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(hi);
+  const long long n = huge ? hi + 1LL : v.get<long long>();
+  if (n < lo || n > hi) fail(origin, fmt::format("field '{}' must be an integer in {}..{}, got {}", field, lo, hi, v.dump()));
   return static_cast<int>(n);
 }
 
@@ -57,11 +61,21 @@ Tile parse_tile(const json& t, const OperandFormat& w, const OperandFormat& x, s
     tile.warps_m = get_int(t, "warps_m", "tile.warps_m", 1, 16, origin);
     tile.warps_n = get_int(t, "warps_n", "tile.warps_n", 1, 16, origin);
   } else {
-    // Only a bad bm/bn/bk can leave no legal warp grid: report that field via check_tile.
-    Tile probe = tile;
+    // No warp grid fits: report what no number of warps can fix (a field's value, shared
+    // memory) before what more warps would (registers: the largest grid's message).
     if (!rules::choose_warps(&tile, w, x)) {
-      probe.warps_m = probe.warps_n = 1;
+      Tile probe = tile;
+      probe.warps_m = 1;
+      probe.warps_n = 1;
       std::string why = rules::check_tile(probe, w, x);
+      if (why.find("accumulator") == std::string::npos) fail(origin, why.empty() ? "tile: no warp grid fits this tile" : why);
+      if (const int smem = rules::shared_bytes(probe, w, x); smem > rules::kMaxSharedBytes)
+        fail(origin, fmt::format("tile needs {} bytes of shared memory for w{}a{} (stages*(p*bm+q*bn)*bk/8), limit {}: use "
+                                 "a smaller bk, tile or fewer stages",
+                                 smem, w.bits, x.bits, rules::kMaxSharedBytes));
+      probe.warps_m = std::min(8, std::max(1, probe.bm / 16));
+      probe.warps_n = std::min(512 / 32 / probe.warps_m, std::max(1, probe.bn / 8));
+      why = rules::check_tile(probe, w, x);
       fail(origin, why.empty() ? "tile: no warp grid fits this tile" : why);
     }
   }
@@ -75,7 +89,8 @@ void get_pair(const json& obj, const char* key, int lo, int hi, int* a, int* b, 
   const std::string want = fmt::format("an array of 2 integers in {}..{}", lo, hi);
   if (!v.is_array() || v.size() != 2) fail(origin, fmt::format("field '{}' must be {}, got {}", key, want, v.dump()));
   for (int i = 0; i < 2; ++i) {
-    if (!v[i].is_number_integer() || v[i].get<long long>() < lo || v[i].get<long long>() > hi)
+    const bool huge = v[i].is_number_unsigned() && v[i].get<unsigned long long>() > static_cast<unsigned long long>(hi);
+    if (!v[i].is_number_integer() || huge || v[i].get<long long>() < lo || v[i].get<long long>() > hi)
       fail(origin, fmt::format("field '{}[{}]' must be an integer in {}..{}, got {}", key, i, lo, hi, v[i].dump()));
   }
   *a = v[0].get<int>();

@@ -1,0 +1,537 @@
+// End-to-end tests of the `apnn` binary: exit codes, one-line errors, the cache subcommands,
+// and that nothing is written when inputs are bad. Each test has its own APNN_CACHE_DIR.
+#include <doctest/doctest.h>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// A scratch directory holding the test's files and its cache (APNN_CACHE_DIR=<dir>/cache).
+class Sandbox {
+ public:
+  Sandbox() {
+    std::string tmpl = (fs::temp_directory_path() / "apnn-cli-test-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    dir_ = tmpl;
+  }
+  ~Sandbox() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path path(const std::string& name) const { return dir_ / name; }
+  fs::path cache() const { return dir_ / "cache"; }
+  std::string file(const std::string& name, const std::string& content) const {
+    write_file(path(name), content);
+    return path(name).string();
+  }
+
+  // Runs the binary with args; stdout and stderr captured through files; killed after 60 s.
+  Result run(const std::vector<std::string>& args) const {
+    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
+    std::vector<std::string> env_store;
+    for (char** e = environ; *e; ++e)
+      if (std::strncmp(*e, "APNN_CACHE_DIR=", 15) != 0 && std::strncmp(*e, "APNN_CACHE_MAX_BYTES=", 21) != 0)
+        env_store.emplace_back(*e);
+    env_store.push_back("APNN_CACHE_DIR=" + cache().string());
+    std::vector<char*> envp, argv;
+    for (auto& s : env_store) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> argv_store = {APNN_CLI_PATH};
+    argv_store.insert(argv_store.end(), args.begin(), args.end());
+    for (auto& s : argv_store) argv.push_back(s.data());
+    argv.push_back(nullptr);
+
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fo < 0 || fe < 0 || ::dup2(fo, 1) < 0 || ::dup2(fe, 2) < 0) ::_exit(127);
+      ::chdir(dir_.c_str());
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(127);
+    }
+    int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        FAIL("apnn timed out");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_file(out);
+    r.err = read_file(err);
+    return r;
+  }
+
+ private:
+  fs::path dir_;
+};
+
+std::string describe(const std::vector<std::string>& args, const Result& r) {
+  std::string s = "apnn";
+  for (const auto& a : args) s += " " + a;
+  return s + "\n  exit " + std::to_string(r.code) + "\n  stdout: " + r.out + "\n  stderr: " + r.err;
+}
+
+// Exit code `code`, nothing on stdout, exactly one line on stderr containing every needle.
+Result expect_error(const Sandbox& sb, const std::vector<std::string>& args, int code,
+                    std::initializer_list<std::string> needles) {
+  const Result r = sb.run(args);
+  INFO(describe(args, r));
+  if (std::getenv("APNN_TEST_VERBOSE")) MESSAGE(describe(args, r));
+  CHECK(r.code == code);
+  CHECK(r.out.empty());
+  CHECK(lines_of(r.err).size() == 1);
+  CHECK((!r.err.empty() && r.err.back() == '\n'));
+  for (const auto& n : needles) CHECK_MESSAGE(contains(r.err, n), "stderr lacks '" << n << "'");
+  return r;
+}
+
+size_t cache_entries(const fs::path& cache) {
+  size_t n = 0;
+  std::error_code ec;
+  if (!fs::exists(cache)) return 0;
+  for (const auto& e : fs::recursive_directory_iterator(cache, ec))
+    if (e.path().extension() == ".apnnc") ++n;
+  return n;
+}
+
+// --- .npy writer (v1.0), independent of the library's npy module ---
+
+std::string npy_bytes(const std::string& descr, const std::vector<int64_t>& shape, const std::string& data,
+                      bool fortran = false) {
+  std::string sh = "(";
+  for (size_t i = 0; i < shape.size(); ++i) sh += (i ? ", " : "") + std::to_string(shape[i]);
+  sh += shape.size() == 1 ? ",)" : ")";
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + sh + ", }";
+  size_t total = 10 + dict.size() + 1;
+  dict += std::string((64 - total % 64) % 64, ' ') + "\n";
+  const uint16_t len = static_cast<uint16_t>(dict.size());
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out += static_cast<char>(len & 0xff);
+  out += static_cast<char>(len >> 8);
+  return out + dict + data;
+}
+
+std::string npy_i16(const std::vector<int64_t>& shape, const std::vector<int>& values) {
+  std::string data;
+  for (int v : values) {
+    const auto u = static_cast<uint16_t>(static_cast<int16_t>(v));
+    data += static_cast<char>(u & 0xff);
+    data += static_cast<char>(u >> 8);
+  }
+  return npy_bytes("<i2", shape, data);
+}
+
+std::string npy_f4(const std::vector<int64_t>& shape, const std::vector<float>& values) {
+  std::string data(values.size() * 4, '\0');
+  std::memcpy(data.data(), values.data(), data.size());
+  return npy_bytes("<f4", shape, data);
+}
+
+// Valid values for 1-bit pm1 (W) and 2-bit unsigned (X).
+std::vector<int> pm1_values(size_t n) {
+  std::vector<int> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = (i % 3 == 0) ? -1 : 1;
+  return v;
+}
+std::vector<int> u2_values(size_t n) {
+  std::vector<int> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<int>(i % 4);
+  return v;
+}
+
+const char* const kSpec = R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned"})";
+
+bool driver_loadable() {
+  void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) ::dlclose(h);
+  return h != nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("cli: npy helper writes numpy's v1.0 layout") {
+  const std::string b = npy_i16({2, 3}, {1, 2, 3, 4, 5, 6});
+  // 10-byte preamble + dict padded with spaces so the data starts on a 64-byte boundary.
+  REQUIRE(b.size() == 128 + 12);
+  CHECK(b.compare(0, 8, std::string("\x93NUMPY\x01\x00", 8)) == 0);
+  CHECK(static_cast<unsigned char>(b[8]) + 256 * static_cast<unsigned char>(b[9]) == 118);
+  CHECK(b[127] == '\n');
+  CHECK(b.compare(128, 4, std::string("\x01\x00\x02\x00", 4)) == 0);
+  CHECK(contains(b, "'shape': (2, 3), }"));
+  CHECK(contains(npy_i16({4}, {1, 2, 3, 4}), "'shape': (4,), }"));
+  CHECK(contains(npy_i16({1, 2, 2}, {1, 2, 3, 4}), "'shape': (1, 2, 2), }"));
+}
+
+TEST_CASE("cli: compile prints one JSON line, miss then hit with the same key; cache ls/stats/clear") {
+  Sandbox sb;
+  const std::string spec = sb.file("spec.json", kSpec);
+  const std::vector<std::string> args = {"compile", spec, "--arch", "sm_90a"};
+
+  const Result first = sb.run(args);
+  INFO(describe(args, first));
+  REQUIRE(first.code == 0);
+  CHECK(first.err.empty());
+  REQUIRE(lines_of(first.out).size() == 1);
+  const json a = json::parse(first.out);
+  CHECK(a.at("arch") == "sm_90a");
+  CHECK(a.at("cache") == "miss");
+  const std::string key = a.at("key");
+  CHECK(std::regex_match(key, std::regex("[0-9a-f]{32}")));
+  CHECK(a.at("cubin_bytes").get<int64_t>() > 0);
+  CHECK(a.at("compile_ms").get<double>() > 0);
+  // The canonical spec: the request plus the default tile.
+  const json s = a.at("spec");
+  CHECK(s.at("op") == "apmm");
+  CHECK(s.at("w_bits") == 1);
+  CHECK(s.at("w_enc") == "pm1");
+  CHECK(s.at("x_bits") == 2);
+  CHECK(s.at("x_enc") == "unsigned");
+  CHECK(s.at("tile").size() == 6);
+  CHECK(cache_entries(sb.cache()) == 1);
+  CHECK(fs::is_regular_file(sb.cache() / "sm_90a" / (key + ".apnnc")));
+
+  const Result second = sb.run(args);
+  INFO(describe(args, second));
+  REQUIRE(second.code == 0);
+  CHECK(second.err.empty());
+  REQUIRE(lines_of(second.out).size() == 1);
+  const json b = json::parse(second.out);
+  CHECK(b.at("cache") == "hit");
+  CHECK(b.at("key") == key);
+  CHECK(b.at("spec") == s);
+  CHECK(b.at("cubin_bytes") == a.at("cubin_bytes"));
+  CHECK(cache_entries(sb.cache()) == 1);
+
+  // ls: one line naming the bucket, the key and the canonical spec.
+  Result ls = sb.run({"cache", "ls"});
+  INFO(describe({"cache", "ls"}, ls));
+  CHECK(ls.code == 0);
+  REQUIRE(lines_of(ls.out).size() == 1);
+  CHECK(contains(ls.out, "sm_90a"));
+  CHECK(contains(ls.out, key));
+  CHECK(contains(ls.out, s.dump()));
+  CHECK_FALSE(contains(ls.out, "[corrupt]"));
+
+  Result lsj = sb.run({"cache", "ls", "--json"});
+  CHECK(lsj.code == 0);
+  REQUIRE(lines_of(lsj.out).size() == 1);
+  const json e = json::parse(lsj.out);
+  CHECK(e.at("arch") == "sm_90a");
+  CHECK(e.at("key") == key);
+  CHECK(e.at("valid") == true);
+  CHECK(e.at("bytes") == a.at("cubin_bytes"));
+  CHECK(e.at("label") == s.dump());
+
+  // stats: counters of both runs.
+  Result st = sb.run({"cache", "stats", "--json"});
+  INFO(describe({"cache", "stats", "--json"}, st));
+  CHECK(st.code == 0);
+  REQUIRE(lines_of(st.out).size() == 1);
+  const json j = json::parse(st.out);
+  CHECK(j.at("entries") == 1);
+  CHECK(j.at("misses") == 1);
+  CHECK(j.at("compiles") == 1);
+  CHECK(j.at("disk_hits") == 1);
+  CHECK(j.at("corrupt_entries") == 0);
+  CHECK(j.at("persistent") == true);
+  CHECK(fs::equivalent(j.at("dir").get<std::string>(), sb.cache()));
+  CHECK(j.at("disk_bytes").get<int64_t>() > a.at("cubin_bytes").get<int64_t>());
+  CHECK(j.at("bytes_written").get<int64_t>() > 0);
+
+  Result plain = sb.run({"cache", "stats"});
+  CHECK(plain.code == 0);
+  CHECK(contains(plain.out, "entries"));
+
+  // clear empties it.
+  Result cl = sb.run({"cache", "clear"});
+  INFO(describe({"cache", "clear"}, cl));
+  CHECK(cl.code == 0);
+  CHECK(contains(cl.out, "removed 1 entries"));
+  CHECK(cache_entries(sb.cache()) == 0);
+  ls = sb.run({"cache", "ls"});
+  CHECK(ls.code == 0);
+  CHECK(ls.out.empty());
+  st = sb.run({"cache", "stats", "--json"});
+  CHECK(json::parse(st.out).at("entries") == 0);
+
+  // After clearing, the same spec compiles again (a miss) to the same key.
+  const Result third = sb.run(args);
+  REQUIRE(third.code == 0);
+  const json c = json::parse(third.out);
+  CHECK(c.at("cache") == "miss");
+  CHECK(c.at("key") == key);
+}
+
+TEST_CASE("cli: the key follows the canonical spec and the arch") {
+  Sandbox sb;
+  const std::string spec = sb.file("spec.json", kSpec);
+  // The same spec with keys reordered, whitespace and the default tile spelled out.
+  const std::string spec2 = sb.file("spec2.json", R"(
+    { "x_enc": "unsigned", "x_bits": 2,
+      "w_enc": "pm1",      "w_bits": 1, "op": "apmm" }
+  )");
+  auto compile = [&](const std::string& path, const std::string& arch) {
+    const std::vector<std::string> args = {"compile", path, "--arch", arch};
+    const Result r = sb.run(args);
+    INFO(describe(args, r));
+    REQUIRE(r.code == 0);
+    return json::parse(r.out);
+  };
+  const json a = compile(spec, "sm_80");
+  const json b = compile(spec2, "sm_80");
+  CHECK(b.at("cache") == "hit");
+  CHECK(b.at("key") == a.at("key"));
+  json explicit_tile = json::parse(kSpec);
+  explicit_tile["tile"] = a.at("spec").at("tile");
+  const json c = compile(sb.file("spec3.json", explicit_tile.dump()), "sm_80");
+  CHECK(c.at("cache") == "hit");
+  CHECK(c.at("key") == a.at("key"));
+
+  const json d = compile(spec, "sm_86");
+  CHECK(d.at("cache") == "miss");
+  CHECK(d.at("key") != a.at("key"));
+  json other = json::parse(kSpec);
+  other["x_bits"] = 3;
+  const json e = compile(sb.file("spec4.json", other.dump()), "sm_80");
+  CHECK(e.at("cache") == "miss");
+  CHECK(e.at("key") != a.at("key"));
+  CHECK(cache_entries(sb.cache()) == 3);
+}
+
+TEST_CASE("cli: bad specs and options give exit 2 and one stderr line naming the problem") {
+  Sandbox sb;
+  auto spec_with = [&](const char* name, const std::string& text) { return sb.file(name, text); };
+  json base = json::parse(kSpec);
+  auto mod = [&](const char* field, const json& v) {
+    json j = base;
+    j[field] = v;
+    return j.dump();
+  };
+
+  const std::string malformed = spec_with("malformed.json", R"({"op": "apmm", "w_bits": 1,)");
+  expect_error(sb, {"compile", malformed, "--arch", "sm_80"}, 2, {"malformed.json", "malformed JSON"});
+  expect_error(sb, {"compile", spec_with("unknown.json", mod("bias", 1)), "--arch", "sm_80"}, 2, {"unknown.json", "'bias'"});
+  expect_error(sb, {"compile", spec_with("bits0.json", mod("w_bits", 0)), "--arch", "sm_80"}, 2, {"bits0.json", "w_bits", "1..8"});
+  expect_error(sb, {"compile", spec_with("bits9.json", mod("x_bits", 9)), "--arch", "sm_80"}, 2, {"bits9.json", "x_bits", "1..8"});
+  expect_error(sb, {"compile", spec_with("enc.json", mod("w_enc", "bipolar")), "--arch", "sm_80"}, 2,
+               {"enc.json", "w_enc", "bipolar"});
+  expect_error(sb, {"compile", spec_with("bk.json", mod("tile", {{"bm", 64}, {"bn", 64}, {"bk", 128}})), "--arch", "sm_80"}, 2,
+               {"bk.json", "tile.bk", "256, 512, 1024"});
+  const std::string missing = sb.path("does-not-exist.json").string();
+  expect_error(sb, {"compile", missing, "--arch", "sm_80"}, 2, {missing});
+  const std::string good = spec_with("good.json", kSpec);
+  expect_error(sb, {"compile", good, "--arch", "sm_75"}, 2, {"sm_75", "sm_80, sm_86, sm_89, sm_90, sm_90a"});
+  expect_error(sb, {"compile", good, "--arch", "compute_90"}, 2, {"compute_90"});
+  // A bad spec is reported before the arch is looked at.
+  expect_error(sb, {"compile", spec_with("bits0b.json", mod("w_bits", 0)), "--arch", "sm_75"}, 2, {"w_bits"});
+  CHECK(cache_entries(sb.cache()) == 0);
+
+  // Usage errors.
+  expect_error(sb, {"frobnicate"}, 2, {});
+  expect_error(sb, {"compile", good, "--arch", "sm_80", "--bogus"}, 2, {"--bogus"});
+  expect_error(sb, {}, 2, {});
+  expect_error(sb, {"compile"}, 2, {"spec"});
+  expect_error(sb, {"cache"}, 2, {});
+  expect_error(sb, {"cache", "prune"}, 2, {});
+  expect_error(sb, {"verify", good, "--m", "8", "--n", "8"}, 2, {"--k"});
+  expect_error(sb, {"verify", good, "--m", "eight", "--n", "8", "--k", "8"}, 2, {"--m"});
+  expect_error(sb, {"gemm", good, "--w", "w.npy", "--x", "x.npy"}, 2, {"--out"});
+  CHECK(cache_entries(sb.cache()) == 0);
+}
+
+TEST_CASE("cli: gemm with bad .npy inputs exits 2, names the problem and writes no output") {
+  Sandbox sb;
+  const std::string spec = sb.file("spec.json", kSpec);
+  const std::string w_ok = sb.file("w.npy", npy_i16({4, 64}, pm1_values(4 * 64)));
+  const std::string x_ok = sb.file("x.npy", npy_i16({3, 64}, u2_values(3 * 64)));
+  const std::string out = sb.path("y.npy").string();
+
+  struct Case {
+    const char* what;
+    std::string w, x;
+    std::vector<std::string> needles;
+  };
+  std::vector<int> bad_w = pm1_values(4 * 64);
+  bad_w[1] = 2;  // (0, 1)
+  std::vector<int> bad_w_late = pm1_values(4 * 64);
+  bad_w_late[2 * 64 + 5] = 0;  // (2, 5): even, not a pm1 value
+  std::vector<int> bad_x = u2_values(3 * 64);
+  bad_x[64 + 63] = 4;  // (1, 63)
+  const std::vector<Case> cases = {
+      {"missing W", sb.path("nope.npy").string(), x_ok, {"nope.npy"}},
+      {"missing X", w_ok, sb.path("nox.npy").string(), {"nox.npy"}},
+      {"float W", sb.file("wf.npy", npy_f4({4, 64}, std::vector<float>(4 * 64, 1.0f))), x_ok, {"wf.npy", "<f4"}},
+      {"3-D W", sb.file("w3.npy", npy_i16({2, 2, 64}, pm1_values(2 * 2 * 64))), x_ok, {"w3.npy", "2-D", "(2, 2, 64)"}},
+      {"1-D X", w_ok, sb.file("x1.npy", npy_i16({64}, u2_values(64))), {"x1.npy", "2-D"}},
+      {"mismatched K", w_ok, sb.file("x32.npy", npy_i16({3, 32}, u2_values(3 * 32))), {"mismatched K", "(4, 64)", "(3, 32)"}},
+      {"W value 2 at (0, 1)", sb.file("wbad.npy", npy_i16({4, 64}, bad_w)), x_ok, {"wbad.npy", "W", "2", "(0, 1)", "1-bit pm1"}},
+      {"W value 0 at (2, 5)", sb.file("wbad2.npy", npy_i16({4, 64}, bad_w_late)), x_ok, {"W", "value 0", "(2, 5)"}},
+      {"X value 4 at (1, 63)", w_ok, sb.file("xbad.npy", npy_i16({3, 64}, bad_x)), {"xbad.npy", "X", "value 4", "(1, 63)", "2-bit unsigned"}},
+      {"zero rows W", sb.file("w0.npy", npy_i16({0, 64}, {})), x_ok, {"w0.npy", "(0, 64)"}},
+      {"zero K", sb.file("wk0.npy", npy_i16({4, 0}, {})), sb.file("xk0.npy", npy_i16({3, 0}, {})), {"wk0.npy", "(4, 0)"}},
+      {"zero rows X", w_ok, sb.file("x0.npy", npy_i16({0, 64}, {})), {"x0.npy", "(0, 64)"}},
+      {"not a .npy", sb.file("text.npy", "hello, world\n"), x_ok, {"text.npy"}},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    const Result r = expect_error(sb, {"gemm", spec, "--w", c.w, "--x", c.x, "--out", out}, 2, {});
+    for (const auto& n : c.needles) CHECK_MESSAGE(contains(r.err, n), "stderr lacks '" << n << "'");
+    CHECK_FALSE(fs::exists(out));
+  }
+  // A bad spec is exit 2 as well, and also writes nothing.
+  const std::string bad_spec = sb.file("bad.json", R"({"op":"apmm","w_bits":0,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned"})");
+  expect_error(sb, {"gemm", bad_spec, "--w", w_ok, "--x", x_ok, "--out", out}, 2, {"w_bits"});
+  CHECK_FALSE(fs::exists(out));
+  // Nothing left behind next to the output either (no temp files).
+  for (const auto& e : fs::directory_iterator(sb.path(".")))
+    CHECK_MESSAGE(e.path().filename().string().rfind("y.npy", 0) != 0, e.path());
+}
+
+TEST_CASE("cli: verify rejects empty or negative shapes with exit 2") {
+  Sandbox sb;
+  const std::string spec = sb.file("spec.json", kSpec);
+  expect_error(sb, {"verify", spec, "--m", "0", "--n", "8", "--k", "64"}, 2, {"M", "0"});
+  expect_error(sb, {"verify", spec, "--m", "8", "--n", "0", "--k", "64"}, 2, {"N"});
+  expect_error(sb, {"verify", spec, "--m", "8", "--n", "8", "--k", "0"}, 2, {"K"});
+  expect_error(sb, {"verify", spec, "--m", "-4", "--n", "8", "--k", "64"}, 2, {});
+  expect_error(sb, {"verify", spec, "--m", "3000000000", "--n", "8", "--k", "64"}, 2, {"M=3000000000", "2147483647"});
+  // K at which an 8-bit unsigned product could leave int32: 255*255*K > 2^31-1 from K = 33026.
+  const std::string u8 = sb.file("u8.json", R"({"op":"apmm","w_bits":8,"w_enc":"unsigned","x_bits":8,"x_enc":"unsigned"})");
+  expect_error(sb, {"verify", u8, "--m", "1", "--n", "1", "--k", "33026"}, 2, {"K=33026", "33025"});
+  // A bad spec file is exit 2 for verify too.
+  expect_error(sb, {"verify", sb.path("missing.json").string(), "--m", "1", "--n", "1", "--k", "1"}, 2, {"missing.json"});
+  CHECK(cache_entries(sb.cache()) == 0);
+}
+
+// Regression: CLI11 alone reports "A subcommand is required" without naming the unknown word.
+TEST_CASE("cli: an unknown subcommand is named in the error") {
+  Sandbox sb;
+  expect_error(sb, {"frobnicate"}, 2, {"frobnicate"});
+  expect_error(sb, {"cache", "prune"}, 2, {"prune"});
+}
+
+TEST_CASE("cli: without a GPU, gemm and verify exit 3 and compile without --arch suggests it") {
+  if (driver_loadable()) {
+    MESSAGE("libcuda.so.1 is loadable here: the no-driver checks do not apply");
+    return;
+  }
+  Sandbox sb;
+  const std::string spec = sb.file("spec.json", kSpec);
+  const std::string w = sb.file("w.npy", npy_i16({4, 64}, pm1_values(4 * 64)));
+  const std::string x = sb.file("x.npy", npy_i16({3, 64}, u2_values(3 * 64)));
+  const std::string out = sb.path("y.npy").string();
+
+  Result r = expect_error(sb, {"gemm", spec, "--w", w, "--x", x, "--out", out}, 3, {});
+  CHECK((contains(r.err, "no CUDA driver") || contains(r.err, "no CUDA device")));
+  CHECK_FALSE(fs::exists(out));
+
+  r = expect_error(sb, {"verify", spec, "--m", "64", "--n", "64", "--k", "256"}, 3, {});
+  CHECK((contains(r.err, "no CUDA driver") || contains(r.err, "no CUDA device")));
+  r = expect_error(sb, {"verify", spec, "--m", "64", "--n", "64", "--k", "256", "--json"}, 3, {});
+  CHECK((contains(r.err, "no CUDA driver") || contains(r.err, "no CUDA device")));
+
+  r = expect_error(sb, {"compile", spec}, 3, {"--arch"});
+  CHECK((contains(r.err, "no CUDA driver") || contains(r.err, "no CUDA device")));
+  CHECK(cache_entries(sb.cache()) == 0);
+}
+
+TEST_CASE("cli: apconv specs compile to their own key; gemm/conv/verify refuse the wrong op or bad tensors") {
+  Sandbox sb;
+  const std::string mm = sb.file("mm.json", kSpec);
+  const std::string cv = sb.file(
+      "conv.json", R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"pad":[1,1]})");
+  const std::vector<std::string> args = {"compile", cv, "--arch", "sm_80"};
+  const Result r = sb.run(args);
+  INFO(describe(args, r));
+  REQUIRE(r.code == 0);
+  const json c = json::parse(r.out);
+  CHECK(c.at("cache") == "miss");
+  CHECK(c.at("spec").at("op") == "apconv");
+  CHECK(c.at("spec").at("kernel") == json::array({3, 3}));
+  CHECK(c.at("spec").at("pad") == json::array({1, 1}));
+  const Result m = sb.run({"compile", mm, "--arch", "sm_80"});
+  REQUIRE(m.code == 0);
+  CHECK(json::parse(m.out).at("key") != c.at("key"));
+
+  const std::string w2 = sb.file("w2.npy", npy_i16({4, 64}, pm1_values(4 * 64)));
+  const std::string x2 = sb.file("x2.npy", npy_i16({3, 64}, u2_values(3 * 64)));
+  const std::string w4 = sb.file("w4.npy", npy_i16({4, 2, 3, 3}, pm1_values(4 * 2 * 9)));
+  const std::string x4 = sb.file("x4.npy", npy_i16({1, 2, 5, 5}, u2_values(2 * 25)));
+  const std::string out = sb.path("y.npy").string();
+  expect_error(sb, {"gemm", cv, "--w", w2, "--x", x2, "--out", out}, 2, {"apmm", "apconv"});
+  expect_error(sb, {"conv", mm, "--w", w4, "--x", x4, "--out", out}, 2, {"apconv", "apmm"});
+  expect_error(sb, {"conv", cv, "--w", w2, "--x", x4, "--out", out}, 2, {"w2.npy", "4-D"});
+  expect_error(sb, {"conv", cv, "--w", w4, "--x", sb.file("x3c.npy", npy_i16({1, 3, 5, 5}, u2_values(75))), "--out", out}, 2,
+               {"channels"});
+  expect_error(sb, {"conv", cv, "--w", sb.file("w5.npy", npy_i16({4, 2, 5, 5}, pm1_values(4 * 2 * 25))), "--x", x4, "--out", out},
+               2, {"5x5", "3x3"});
+  std::vector<int> bad = pm1_values(4 * 2 * 9);
+  bad[9 + 4] = 3;  // o=0, flattened index 13
+  expect_error(sb, {"conv", cv, "--w", sb.file("wbad.npy", npy_i16({4, 2, 3, 3}, bad)), "--x", x4, "--out", out}, 2,
+               {"wbad.npy", "value 3"});
+  expect_error(sb, {"verify", cv, "--m", "8", "--n", "8", "--k", "8"}, 2, {"--m"});
+  expect_error(sb, {"verify", mm, "--m", "8", "--n", "8", "--k", "64", "--batch", "1"}, 2, {"--batch"});
+  CHECK_FALSE(fs::exists(out));
+  if (!driver_loadable()) {
+    expect_error(sb, {"conv", cv, "--w", w4, "--x", x4, "--out", out}, 3, {"no CUDA"});
+    CHECK_FALSE(fs::exists(out));
+    expect_error(sb, {"verify", cv, "--batch", "1", "--in-channels", "2", "--height", "5", "--width", "5", "--out-channels", "4"},
+                 3, {"no CUDA"});
+  }
+}

@@ -1,0 +1,269 @@
+// NVRTC compilation of generated source: cubins for every supported target, arch
+// validation, and compile failures that carry the log and a dump of the source.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apnn/error.h"
+#include "apnn/spec.h"
+#include "compiler/nvrtc_compiler.h"
+#include "generator/generate.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using apnn::ErrorKind;
+using apnn::KernelSpec;
+
+bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+KernelSpec spec_of(const char* json) { return apnn::canonicalize(apnn::parse_spec_text(json, "test")); }
+
+struct Job {
+  std::string label;
+  KernelSpec spec;
+  std::string arch;
+  apnn::CompiledCubin out;
+  std::string error;
+  double wall_ms = 0;
+};
+
+// Runs the jobs on a few threads (NVRTC programs are independent).
+void run_jobs(std::vector<Job>& jobs, int threads) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < jobs.size();) {
+        Job& j = jobs[i];
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+          j.out = apnn::compile_cubin(apnn::generate(j.spec), j.arch);
+        } catch (const std::exception& e) {
+          j.error = e.what();
+        }
+        j.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      }
+    });
+  for (auto& t : pool) t.join();
+}
+
+template <class T>
+T read_le(const std::vector<char>& b, size_t off) {
+  T v{};
+  std::memcpy(&v, b.data() + off, sizeof(T));
+  return v;
+}
+
+// Scoped TMPDIR pointing at a fresh directory, removed afterwards.
+class TempTmpdir {
+ public:
+  TempTmpdir() {
+    std::string tmpl = (fs::temp_directory_path() / "apnn-compiler-test-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    dir_ = tmpl;
+    const char* old = std::getenv("TMPDIR");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    ::setenv("TMPDIR", dir_.c_str(), 1);
+  }
+  ~TempTmpdir() {
+    if (had_)
+      ::setenv("TMPDIR", old_.c_str(), 1);
+    else
+      ::unsetenv("TMPDIR");
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+  bool had_ = false;
+  std::string old_;
+};
+
+apnn::Error compile_error(const apnn::GeneratedSource& src, const std::string& arch) {
+  try {
+    apnn::compile_cubin(src, arch);
+  } catch (const apnn::Error& e) {
+    return e;
+  }
+  FAIL("compile_cubin did not throw for arch '" << arch << "'");
+  return apnn::Error(ErrorKind::Io, "unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("compiler: representative specs compile to sm_80/86/89/90a cubins") {
+  const std::vector<std::pair<std::string, KernelSpec>> specs = {
+      {"w1a2 pm1/unsigned default", spec_of(R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned"})")},
+      {"w1a1 unsigned", spec_of(R"({"op":"apmm","w_bits":1,"w_enc":"unsigned","x_bits":1,"x_enc":"unsigned"})")},
+      {"w2a2 signed/pm1", spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"pm1"})")},
+      {"w8a8 signed/pm1", spec_of(R"({"op":"apmm","w_bits":8,"w_enc":"signed","x_bits":8,"x_enc":"pm1"})")},
+      {"bk256 stages2", spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"unsigned","x_bits":4,"x_enc":"signed",
+                                    "tile":{"bm":32,"bn":64,"bk":256,"stages":2,"warps_m":2,"warps_n":2}})")},
+      {"bk1024 stages4", spec_of(R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":3,"x_enc":"unsigned",
+                                     "tile":{"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":4,"warps_n":2}})")},
+  };
+  const std::vector<std::string> archs = {"sm_80", "sm_86", "sm_89", "sm_90a"};
+  std::vector<Job> jobs;
+  for (const auto& [label, spec] : specs)
+    for (const auto& arch : archs) jobs.push_back({label, spec, arch, {}, {}, 0});
+  // APConv modules (their own template and five entry points).
+  const KernelSpec conv3 = spec_of(R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"pad":[1,1]})");
+  const KernelSpec conv1 = spec_of(R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":4,"x_enc":"signed","kernel":[1,1],"stride":[2,2]})");
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    jobs.push_back({"apconv 3x3 pad 1", conv3, arch, {}, {}, 0});
+    jobs.push_back({"apconv 1x1 stride 2", conv1, arch, {}, {}, 0});
+  }
+  // Every encoding pair once, alternating sm_80 and plain sm_90 (keeps the suite fast).
+  const char* encs[] = {"unsigned", "pm1", "signed"};
+  int pair = 0;
+  for (const char* we : encs)
+    for (const char* xe : encs) {
+      const std::string text = std::string(R"({"op":"apmm","w_bits":3,"w_enc":")") + we + R"(","x_bits":4,"x_enc":")" + xe + "\"}";
+      jobs.push_back({std::string("w3a4 ") + we + "/" + xe, spec_of(text.c_str()), pair++ % 2 ? "sm_90" : "sm_80", {}, {}, 0});
+    }
+  const auto t0 = std::chrono::steady_clock::now();
+  run_jobs(jobs, 2);
+  MESSAGE(jobs.size() << " NVRTC compiles in "
+                      << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
+
+  for (const Job& j : jobs) {
+    INFO(j.label << " @ " << j.arch << " (" << apnn::canonical_json(j.spec) << ")");
+    REQUIRE_MESSAGE(j.error.empty(), j.error);
+    const std::vector<char>& c = j.out.cubin;
+    REQUIRE(c.size() > 64);
+    // ELF64, little-endian, EM_CUDA.
+    CHECK(std::memcmp(c.data(), "\x7f" "ELF", 4) == 0);
+    CHECK(c[4] == 2);
+    CHECK(c[5] == 1);
+    CHECK(read_le<uint16_t>(c, 18) == 190);
+    // The target SM is recorded in e_flags: bits 8..15 since CUDA 13's ELF ABI 8, bits 0..7 before.
+    const uint32_t flags = read_le<uint32_t>(c, 48);
+    const uint32_t sm = static_cast<uint32_t>(std::stoi(j.arch.substr(3, 2)));
+    CHECK_MESSAGE((((flags >> 8) & 0xff) == sm || (flags & 0xff) == sm), "e_flags 0x" << std::hex << flags);
+    // The kernels' symbols are in the binary.
+    const std::string bytes(c.begin(), c.end());
+    for (const auto& k : apnn::generate(j.spec).kernels) CHECK(contains(bytes, k));
+    CHECK(j.out.ms > 0);
+  }
+  // Different targets give different binaries.
+  for (size_t i = 0; i + 1 < jobs.size(); ++i)
+    if (jobs[i].label == jobs[i + 1].label && jobs[i].arch != jobs[i + 1].arch)
+      CHECK(jobs[i].out.cubin != jobs[i + 1].out.cubin);
+}
+
+TEST_CASE("compiler: supported targets and options") {
+  const std::vector<std::string> expect = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+  CHECK(apnn::supported_archs() == expect);
+  for (const auto& a : expect) {
+    CHECK(apnn::is_supported_arch(a));
+    CHECK_NOTHROW(apnn::check_arch(a));
+    const auto opts = apnn::compile_options(a);
+    CHECK(std::find(opts.begin(), opts.end(), "--gpu-architecture=" + a) != opts.end());
+  }
+  CHECK(std::regex_match(apnn::nvrtc_version(), std::regex(R"(\d+\.\d+)")));
+  CHECK(apnn::nvrtc_version() != "0.0");
+}
+
+TEST_CASE("compiler: an unsupported arch is InvalidInput naming it and the allowed ones") {
+  const apnn::GeneratedSource src = apnn::generate(spec_of(R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":1,"x_enc":"pm1"})"));
+  for (const std::string arch : {"sm_75", "compute_90", "", "SM_80", "sm_80 ", "sm_90a;", "sm_100"}) {
+    INFO("arch '" << arch << "'");
+    CHECK_FALSE(apnn::is_supported_arch(arch));
+    for (int via_compile = 0; via_compile < 2; ++via_compile) {
+      std::string msg;
+      ErrorKind kind = ErrorKind::Io;
+      bool thrown = false;
+      try {
+        if (via_compile)
+          apnn::compile_cubin(src, arch);
+        else
+          apnn::check_arch(arch);
+      } catch (const apnn::Error& e) {
+        thrown = true;
+        kind = e.kind();
+        msg = e.what();
+      }
+      INFO(msg);
+      REQUIRE(thrown);
+      CHECK(kind == ErrorKind::InvalidInput);
+      CHECK(contains(msg, "'" + arch + "'"));
+      CHECK(contains(msg, "sm_80, sm_86, sm_89, sm_90, sm_90a"));
+    }
+  }
+}
+
+TEST_CASE("compiler: a syntax error is a Compile error with NVRTC's log and a dump of the source") {
+  TempTmpdir tmp;
+  apnn::GeneratedSource bad;
+  bad.name = "broken_kernel.cu";
+  bad.source =
+      "#include \"helper.cuh\"\n"
+      "extern \"C\" __global__ void apnn_broken(int* y) {\n"
+      "  int v = helper(3) +;\n"
+      "  y[0] = v;\n"
+      "}\n";
+  bad.headers = {{"helper.cuh", "#pragma once\n__device__ int helper(int v) { return v * 2; }\n"}};
+  bad.kernels = {"apnn_broken"};
+
+  const apnn::Error e = compile_error(bad, "sm_80");
+  const std::string msg = e.what();
+  INFO(msg);
+  CHECK(e.kind() == ErrorKind::Compile);
+  CHECK(contains(msg, "broken_kernel.cu"));
+  CHECK(contains(msg, "sm_80"));
+  // NVRTC's log: the file, the line and the diagnosis.
+  CHECK(contains(msg, "broken_kernel.cu(3)"));
+  CHECK(contains(msg, "error"));
+  CHECK(contains(msg, "expected an expression"));
+
+  std::smatch m;
+  REQUIRE(std::regex_search(msg, m, std::regex(R"(source dumped to (\S+))")));
+  const fs::path dumped = m[1].str();
+  CHECK(fs::is_regular_file(dumped));
+  CHECK(read_file(dumped) == bad.source);
+  CHECK(dumped.filename() == "broken_kernel.cu");
+  // It honours TMPDIR, and the headers are next to it so the failure reproduces with nvcc.
+  CHECK(dumped.parent_path().parent_path() == tmp.dir());
+  CHECK(read_file(dumped.parent_path() / "helper.cuh") == bad.headers[0].second);
+}
+
+TEST_CASE("compiler: an error inside a header and a missing header are Compile errors") {
+  TempTmpdir tmp;
+  apnn::GeneratedSource bad;
+  bad.name = "uses_header.cu";
+  bad.source = "#include \"bad.cuh\"\nextern \"C\" __global__ void k(int* y) { y[0] = f(); }\n";
+  bad.headers = {{"bad.cuh", "__device__ int f() { return undeclared_name; }\n"}};
+  apnn::Error e = compile_error(bad, "sm_90a");
+  CHECK(e.kind() == ErrorKind::Compile);
+  CHECK(contains(e.what(), "undeclared_name"));
+  CHECK(contains(e.what(), "bad.cuh"));
+
+  bad.headers.clear();
+  e = compile_error(bad, "sm_86");
+  CHECK(e.kind() == ErrorKind::Compile);
+  CHECK(contains(e.what(), "bad.cuh"));
+  CHECK(contains(e.what(), "source dumped to "));
+}

@@ -1,0 +1,337 @@
+// The CUDA source generator: entry points, includes, what reaches the source, and what changes it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "apnn/error.h"
+#include "apnn/spec.h"
+#include "generator/embedded_templates.h"
+#include "generator/generate.h"
+#include "spec/kernel_rules.h"
+
+namespace {
+
+using apnn::Encoding;
+using apnn::ErrorKind;
+using apnn::GeneratedSource;
+using apnn::KernelSpec;
+using apnn::Tile;
+
+const Encoding kEncodings[] = {Encoding::Unsigned, Encoding::Pm1, Encoding::Signed};
+
+KernelSpec make_spec(int wb, Encoding we, int xb, Encoding xe) {
+  KernelSpec s;
+  s.w = {wb, we};
+  s.x = {xb, xe};
+  return apnn::canonicalize(s);
+}
+
+KernelSpec with_tile(KernelSpec s, int bm, int bn, int bk, int stages, int wm, int wn) {
+  Tile t;
+  t.bm = bm;
+  t.bn = bn;
+  t.bk = bk;
+  t.stages = stages;
+  t.warps_m = wm;
+  t.warps_n = wn;
+  s.tile = t;
+  return s;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Every #include directive's argument ("x" or <x>), in order.
+std::vector<std::string> includes_of(const std::string& text) {
+  static const std::regex re(R"(^\s*#\s*include\s*(.*?)\s*$)");
+  std::vector<std::string> out;
+  for (const auto& line : lines_of(text)) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) out.push_back(m[1]);
+  }
+  return out;
+}
+
+int template_enum_value(const std::string& name) {
+  for (const auto& t : apnn::embedded::templates()) {
+    const std::string content(t.content);
+    const std::regex re(name + R"(\s*=\s*(\d+))");
+    std::smatch m;
+    if (std::regex_search(content, m, re)) return std::stoi(m[1]);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("generator: the source defines the three extern \"C\" entry points and lists them") {
+  const GeneratedSource g = apnn::generate(make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned));
+  REQUIRE(g.kernels.size() == 3);
+  CHECK(g.kernels[0] == apnn::kApmmKernel);
+  CHECK(g.kernels[1] == apnn::kPackWKernel);
+  CHECK(g.kernels[2] == apnn::kPackXKernel);
+  CHECK(std::set<std::string>(g.kernels.begin(), g.kernels.end()).size() == 3);
+  for (const auto& k : g.kernels) {
+    INFO(k);
+    const std::regex def(R"(extern "C" __global__ void __launch_bounds__\([^)]*\)\s*)" + k + R"(\()");
+    CHECK(std::regex_search(g.source, def));
+    // Defined once.
+    const std::regex call("\\b" + k + "\\(");
+    CHECK(std::distance(std::sregex_iterator(g.source.begin(), g.source.end(), call), std::sregex_iterator()) == 1);
+  }
+  CHECK(contains(g.source, fmt::format("__launch_bounds__({})", apnn::kPackThreads)));
+  CHECK(contains(g.source, apnn::kGeneratorVersion));
+  CHECK(g.name == "apmm_w1pm1_x2unsigned.cu");
+}
+
+TEST_CASE("generator: headers are exactly the embedded templates, identical to templates/*.cuh") {
+  const GeneratedSource g = apnn::generate(make_spec(2, Encoding::Signed, 3, Encoding::Pm1));
+  const auto& tpl = apnn::embedded::templates();
+  REQUIRE(g.headers.size() == tpl.size());
+  std::set<std::string> on_disk;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(APNN_SOURCE_DIR) / "templates"))
+    if (e.path().extension() == ".cuh") on_disk.insert(e.path().filename().string());
+  std::set<std::string> embedded;
+  for (size_t i = 0; i < tpl.size(); ++i) {
+    INFO(tpl[i].name);
+    CHECK(g.headers[i].first == tpl[i].name);
+    CHECK(g.headers[i].second == tpl[i].content);
+    CHECK_FALSE(g.headers[i].second.empty());
+    embedded.insert(std::string(tpl[i].name));
+    // The embedded copy is the file (a stale or truncated embedding would differ).
+    CHECK(read_file(std::filesystem::path(APNN_SOURCE_DIR) / "templates" / std::string(tpl[i].name)) == tpl[i].content);
+  }
+  CHECK(embedded == on_disk);
+  CHECK(embedded.size() == tpl.size());  // no duplicate names
+}
+
+TEST_CASE("generator: every #include resolves to an embedded template; no <...> includes anywhere") {
+  const GeneratedSource g = apnn::generate(make_spec(4, Encoding::Unsigned, 4, Encoding::Signed));
+  std::set<std::string> names;
+  for (const auto& [name, content] : g.headers) names.insert(name);
+  std::vector<std::pair<std::string, std::string>> files = {{g.name, g.source}};
+  files.insert(files.end(), g.headers.begin(), g.headers.end());
+  std::set<std::string> reached;
+  for (const auto& [file, text] : files) {
+    const auto incs = includes_of(text);
+    if (file == g.name) CHECK(incs.size() >= 1);
+    for (const auto& inc : incs) {
+      INFO(file << ": #include " << inc);
+      REQUIRE(inc.size() >= 3);
+      CHECK(inc.front() == '"');
+      CHECK(inc.back() == '"');
+      const std::string name = inc.substr(1, inc.size() - 2);
+      CHECK(names.count(name) == 1);
+      reached.insert(name);
+    }
+    CHECK_FALSE(std::regex_search(text, std::regex(R"(#\s*include\s*<)")));
+  }
+  // The source instantiates templates, so it reaches some of them.
+  CHECK_FALSE(reached.empty());
+}
+
+TEST_CASE("generator: no string from the spec reaches the source, only integers") {
+  for (Encoding we : kEncodings)
+    for (Encoding xe : kEncodings)
+      for (auto [wb, xb] : {std::pair{1, 1}, std::pair{1, 2}, std::pair{3, 5}, std::pair{8, 8}}) {
+        const GeneratedSource g = apnn::generate(make_spec(wb, we, xb, xe));
+        INFO(g.name);
+        int includes = 0, extern_c = 0;
+        for (const auto& line : lines_of(g.source)) {
+          if (line.find('"') == std::string::npos && line.find('\'') == std::string::npos) continue;
+          INFO(line);
+          if (std::regex_match(line, std::regex(R"(#include "[a-z0-9_]+\.cuh")"))) {
+            ++includes;
+          } else {
+            // The only other quoted text is the C linkage of the entry points.
+            CHECK(line.rfind("extern \"C\" __global__ ", 0) == 0);
+            CHECK(std::count(line.begin(), line.end(), '"') == 2);
+            CHECK(line.find('\'') == std::string::npos);
+            ++extern_c;
+          }
+        }
+        CHECK(includes >= 1);
+        CHECK(extern_c == static_cast<int>(g.kernels.size()));
+      }
+}
+
+TEST_CASE("generator: the traits carry the spec's integers and the plane groups") {
+  for (Encoding we : kEncodings)
+    for (Encoding xe : kEncodings)
+      for (auto [wb, xb] : {std::pair{1, 2}, std::pair{3, 2}, std::pair{2, 7}, std::pair{8, 8}}) {
+        const KernelSpec s = with_tile(make_spec(wb, we, xb, xe), 32, 64, 256, 2, 2, 8);
+        REQUIRE(apnn::rules::check_tile(*s.tile, s.w, s.x) == "");
+        const GeneratedSource g = apnn::generate(s);
+        INFO(g.name);
+        const auto groups = apnn::rules::plane_groups(s.w, s.x);
+        CHECK(contains(g.source, fmt::format("kWBits = {}, kXBits = {};", wb, xb)));
+        CHECK(contains(g.source, "kBM = 32, kBN = 64, kBK = 256;"));
+        CHECK(contains(g.source, "kWarpsM = 2, kWarpsN = 8, kStages = 2;"));
+        CHECK(contains(g.source, fmt::format("kGroups = {};", groups.weight.size())));
+        CHECK(contains(g.source, fmt::format("kOffsetW = {}, kOffsetX = {};", s.w.offset(), s.x.offset())));
+        std::vector<int> table;
+        for (const auto& row : groups.group_of) table.insert(table.end(), row.begin(), row.end());
+        CHECK(contains(g.source, fmt::format("kTable[{} * {}] = {{{}}};", wb, xb, fmt::join(table, ", "))));
+        CHECK(contains(g.source, fmt::format("kWeight[{}] = {{{}}};", groups.weight.size(), fmt::join(groups.weight, ", "))));
+        // Encodings are passed as the template's own enum values.
+        auto code = [](Encoding e) {
+          return template_enum_value(e == Encoding::Unsigned ? "kEncUnsigned" : e == Encoding::Pm1 ? "kEncPm1" : "kEncSigned");
+        };
+        REQUIRE(code(we) >= 0);
+        REQUIRE(code(xe) >= 0);
+        CHECK(contains(g.source, fmt::format("pack_bitplanes<{}, {}>", wb, code(we))));
+        CHECK(contains(g.source, fmt::format("pack_bitplanes<{}, {}>", xb, code(xe))));
+        CHECK(g.name == fmt::format("apmm_w{}{}_x{}{}.cu", wb, apnn::encoding_name(we), xb, apnn::encoding_name(xe)));
+      }
+  // The template's enum numbers the encodings distinctly.
+  CHECK(std::set<int>{template_enum_value("kEncUnsigned"), template_enum_value("kEncPm1"), template_enum_value("kEncSigned")}.size() == 3);
+}
+
+TEST_CASE("generator: deterministic, and any change of bits, encoding or tile changes the source") {
+  const KernelSpec base = with_tile(make_spec(2, Encoding::Unsigned, 2, Encoding::Unsigned), 64, 64, 512, 3, 2, 2);
+  CHECK(apnn::generate(base).source == apnn::generate(base).source);
+  std::vector<KernelSpec> variants = {base};
+  auto vary = [&](auto f) {
+    KernelSpec v = base;
+    f(v);
+    REQUIRE(apnn::rules::check_tile(*v.tile, v.w, v.x) == "");
+    variants.push_back(v);
+  };
+  vary([](KernelSpec& v) { v.tile->bm = 32; });
+  vary([](KernelSpec& v) { v.tile->bn = 32; });
+  vary([](KernelSpec& v) { v.tile->bk = 256; });
+  vary([](KernelSpec& v) { v.tile->bk = 1024; });
+  vary([](KernelSpec& v) { v.tile->stages = 2; });
+  vary([](KernelSpec& v) { v.tile->stages = 4; });
+  vary([](KernelSpec& v) { v.tile->warps_m = 1; v.tile->warps_n = 4; });
+  vary([](KernelSpec& v) { v.tile->warps_m = 4; v.tile->warps_n = 2; });
+  vary([](KernelSpec& v) { v.w.bits = 3; });
+  vary([](KernelSpec& v) { v.x.bits = 1; });
+  vary([](KernelSpec& v) { v.w.enc = Encoding::Pm1; });
+  vary([](KernelSpec& v) { v.x.enc = Encoding::Signed; });
+  vary([](KernelSpec& v) { v.w.bits = 1; v.x.bits = 3; });  // same plane total and group count as the base
+  std::set<std::string> sources;
+  for (const auto& v : variants) sources.insert(apnn::generate(v).source);
+  CHECK(sources.size() == variants.size());
+  // Swapping operands' roles is a different kernel too.
+  const KernelSpec a = with_tile(make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned), 64, 64, 512, 3, 2, 2);
+  const KernelSpec b = with_tile(make_spec(2, Encoding::Unsigned, 1, Encoding::Pm1), 64, 64, 512, 3, 2, 2);
+  CHECK(apnn::generate(a).source != apnn::generate(b).source);
+  CHECK(apnn::generate(a).name != apnn::generate(b).name);
+}
+
+TEST_CASE("generator: every format pair generates from its canonical spec") {
+  for (int wb = 1; wb <= 8; ++wb)
+    for (int xb = 1; xb <= 8; ++xb)
+      for (Encoding we : kEncodings)
+        for (Encoding xe : kEncodings) {
+          const KernelSpec s = make_spec(wb, we, xb, xe);
+          INFO(apnn::canonical_json(s));
+          GeneratedSource g;
+          REQUIRE_NOTHROW(g = apnn::generate(s));
+          CHECK(contains(g.source, fmt::format("kTable[{} * {}]", wb, xb)));
+          CHECK(contains(g.source, fmt::format("kBM = {}, kBN = {}, kBK = {};", s.tile->bm, s.tile->bn, s.tile->bk)));
+        }
+}
+
+TEST_CASE("generator: a spec without a tile or with an illegal tile is InvalidSpec") {
+  KernelSpec raw;  // parse_spec() output before canonicalize(): no tile
+  raw.w = {1, Encoding::Pm1};
+  raw.x = {2, Encoding::Unsigned};
+  CHECK_FALSE(raw.tile.has_value());
+  try {
+    apnn::generate(raw);
+    FAIL("generate() accepted a spec without a tile");
+  } catch (const apnn::Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidSpec);
+    CHECK(contains(e.what(), "tile"));
+  }
+  const KernelSpec parsed = apnn::parse_spec_text(R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned"})");
+  CHECK_THROWS_AS(apnn::generate(parsed), apnn::Error);
+  CHECK_NOTHROW(apnn::generate(apnn::canonicalize(parsed)));
+
+  // Specs built in code bypass parse_spec: generate() re-checks the tile.
+  struct Bad {
+    KernelSpec spec;
+    const char* field;
+  };
+  const KernelSpec ok = make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned);
+  const std::vector<Bad> bad = {
+      {with_tile(ok, 48, 64, 512, 3, 2, 2), "tile.bm"},
+      {with_tile(ok, 64, 12, 512, 3, 2, 2), "tile.bn"},
+      {with_tile(ok, 64, 64, 128, 3, 2, 2), "tile.bk"},
+      {with_tile(ok, 64, 64, 512, 7, 2, 2), "tile.stages"},
+      {with_tile(ok, 64, 64, 512, 3, 3, 2), "tile.warps_m"},
+      {with_tile(make_spec(8, Encoding::Signed, 8, Encoding::Signed), 128, 128, 512, 3, 2, 2), "accumulator"},
+  };
+  for (const auto& b : bad) {
+    INFO(b.field);
+    try {
+      apnn::generate(b.spec);
+      FAIL("generate() accepted an illegal tile");
+    } catch (const apnn::Error& e) {
+      CHECK(e.kind() == ErrorKind::InvalidSpec);
+      CHECK(contains(e.what(), b.field));
+    }
+  }
+}
+
+TEST_CASE("generator: apconv sources define the conv entry points and carry the geometry") {
+  const KernelSpec s = apnn::canonicalize(apnn::parse_spec_text(
+      R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":3,"x_enc":"unsigned","kernel":[5,3],"stride":[2,1],"pad":[2,1]})"));
+  const GeneratedSource g = apnn::generate(s);
+  INFO(g.name);
+  const std::vector<std::string> want = {apnn::kConvKernel, apnn::kPackWKernel, apnn::kPackXKernel, apnn::kUnpackXKernel,
+                                         apnn::kConvColsumKernel};
+  CHECK(g.kernels == want);
+  for (const auto& k : g.kernels) {
+    INFO(k);
+    const std::regex def(R"(extern "C" __global__ void __launch_bounds__\([^)]*\)\s*)" + k + R"(\()");
+    CHECK(std::regex_search(g.source, def));
+  }
+  CHECK_FALSE(contains(g.source, std::string(apnn::kApmmKernel) + "("));
+  CHECK(contains(g.source, "kKh = 5, kKw = 3, kSh = 2, kSw = 1, kPh = 2, kPw = 1;"));
+  CHECK(g.name != apnn::generate(make_spec(2, Encoding::Signed, 3, Encoding::Unsigned)).name);
+  // Same rule as apmm: only include names and the C linkage are quoted.
+  for (const auto& line : lines_of(g.source))
+    if (line.find('"') != std::string::npos) {
+      INFO(line);
+      CHECK((std::regex_match(line, std::regex(R"(#include "[a-z0-9_]+\.cuh")")) ||
+             line.rfind("extern \"C\" __global__ ", 0) == 0));
+    }
+  // Every include resolves to an embedded template.
+  std::set<std::string> names;
+  for (const auto& [name, content] : g.headers) names.insert(name);
+  for (const auto& inc : includes_of(g.source)) CHECK(names.count(inc.substr(1, inc.size() - 2)) == 1);
+  // The geometry changes the source.
+  KernelSpec other = s;
+  other.conv.sh = 1;
+  CHECK(apnn::generate(other).source != g.source);
+  // And a conv spec without a tile is refused like an apmm one.
+  KernelSpec raw = s;
+  raw.tile.reset();
+  CHECK_THROWS_AS(apnn::generate(raw), apnn::Error);
+}
