@@ -32,6 +32,10 @@ for prec in "1 pm1 2 unsigned" "2 signed 2 unsigned" "1 pm1 4 unsigned" "2 signe
       | tee -a "$out/verify.jsonl" | python3 -c "import json,sys; r=json.load(sys.stdin); print('w%da%d C=O=%d: %.2f us, mismatches %d' % (r['spec']['w_bits'], r['spec']['x_bits'], r['shape']['in_channels'], r['kernel_us'], r['mismatches']))" || status=1
   done
 done
+if [ -x "$bin/apnn_bench_gemm" ]; then
+  echo "== APMM vs cuBLASLt int8 / fp8 / fp16 (same process, same timing rule)"
+  "$bin/apnn_bench_gemm" --json "$out/bench_gemm.jsonl" || status=1
+fi
 if [ -x "$bin/apnn_bench_conv" ]; then
   echo "== APConv vs cuDNN fp16 NHWC (same process, same timing rule)"
   cudnn=$(find / -name 'libcudnn.so.9' -not -path '*/proc/*' 2>/dev/null | head -1)
