@@ -53,10 +53,11 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
     return fmt::format("tile.bn={} does not divide into warps_n={} warp tiles of 8 columns", t.bn, t.warps_n);
   const int groups = static_cast<int>(plane_groups(w, x).weight.size());
   const int regs = accumulator_regs(t, groups);
-  if (regs > kMaxAccumulatorRegs)
+  const int limit = accumulator_limit(32 * t.warps_m * t.warps_n);
+  if (regs > limit)
     return fmt::format("tile bm={} bn={} with {}x{} warps needs {} accumulator registers per thread for w{}a{} ({} weight groups), "
                        "limit {}: use a smaller tile or more warps",
-                       t.bm, t.bn, t.warps_m, t.warps_n, regs, w.bits, x.bits, groups, kMaxAccumulatorRegs);
+                       t.bm, t.bn, t.warps_m, t.warps_n, regs, w.bits, x.bits, groups, limit);
   const int smem = shared_bytes(t, w, x);
   if (smem > kMaxSharedBytes)
     return fmt::format("tile needs {} bytes of shared memory for w{}a{} (stages*(p*bm+q*bn)*bk/8), limit {}: use a smaller bk, "
@@ -85,16 +86,16 @@ bool choose_warps(Tile* t, const OperandFormat& w, const OperandFormat& x) {
 
 Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
   // Shape-independent default; shrink bk, then the tile, until it is legal.
-  for (int bm : {64, 32}) {
-    for (int bk : {512, 256}) {
-      Tile t;
-      t.bm = bm;
-      t.bn = 64;
-      t.bk = bk;
-      t.stages = 3;
-      if (choose_warps(&t, w, x)) return t;
-    }
-  }
+  for (int bm : {64, 32})
+    for (int bn : {64, 32})
+      for (int bk : {512, 256}) {
+        Tile t;
+        t.bm = bm;
+        t.bn = bn;
+        t.bk = bk;
+        t.stages = 3;
+        if (choose_warps(&t, w, x)) return t;
+      }
   Tile t;  // 16x16 fits every precision (at most 32 groups x 8 registers with 1x2 warps)
   t.bm = 16;
   t.bn = 16;

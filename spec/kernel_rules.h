@@ -18,7 +18,12 @@ struct PlaneGroups {
 };
 PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x);
 
-inline constexpr int kMaxAccumulatorRegs = 128;           // per thread; beyond it the kernel spills
+inline constexpr int kMaxAccumulatorRegs = 128;           // per thread, for blocks of <= 256 threads
+// A block of T threads gets at most 65536/T registers per thread (__launch_bounds__); keep
+// 64 of them for fragments and addresses, or the accumulators spill (512 threads: 64).
+inline constexpr int accumulator_limit(int threads) {
+  return 65536 / threads - 64 < kMaxAccumulatorRegs ? 65536 / threads - 64 : kMaxAccumulatorRegs;
+}
 inline constexpr int kMaxSharedBytes = 227 * 1024;        // opt-in dynamic shared memory on sm_80/sm_90
 inline constexpr int kMaxThreads = 512;
 

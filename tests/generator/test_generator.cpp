@@ -182,14 +182,14 @@ TEST_CASE("generator: the traits carry the spec's integers and the plane groups"
   for (Encoding we : kEncodings)
     for (Encoding xe : kEncodings)
       for (auto [wb, xb] : {std::pair{1, 2}, std::pair{3, 2}, std::pair{2, 7}, std::pair{8, 8}}) {
-        const KernelSpec s = with_tile(make_spec(wb, we, xb, xe), 32, 64, 256, 2, 2, 8);
+        const KernelSpec s = with_tile(make_spec(wb, we, xb, xe), 32, 32, 256, 2, 2, 4);
         REQUIRE(apnn::rules::check_tile(*s.tile, s.w, s.x) == "");
         const GeneratedSource g = apnn::generate(s);
         INFO(g.name);
         const auto groups = apnn::rules::plane_groups(s.w, s.x);
         CHECK(contains(g.source, fmt::format("kWBits = {}, kXBits = {};", wb, xb)));
-        CHECK(contains(g.source, "kBM = 32, kBN = 64, kBK = 256;"));
-        CHECK(contains(g.source, "kWarpsM = 2, kWarpsN = 8, kStages = 2;"));
+        CHECK(contains(g.source, "kBM = 32, kBN = 32, kBK = 256;"));
+        CHECK(contains(g.source, "kWarpsM = 2, kWarpsN = 4, kStages = 2;"));
         CHECK(contains(g.source, fmt::format("kGroups = {};", groups.weight.size())));
         CHECK(contains(g.source, fmt::format("kOffsetW = {}, kOffsetX = {};", s.w.offset(), s.x.offset())));
         std::vector<int> table;

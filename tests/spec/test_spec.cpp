@@ -274,15 +274,19 @@ TEST_CASE("spec: tiles that exceed shared memory are rejected") {
   expect_rejected(with_tile(w8a8, {{"bm", 256}, {"bn", 256}, {"bk", 1024}, {"stages", 4}}), {"tile"});
   expect_rejected(with_tile(w8a8, {{"bm", 256}, {"bn", 256}, {"bk", 1024}, {"stages", 4}, {"warps_m", 4}, {"warps_n", 4}}),
                   {"limit"});
-  // A tile within the register budget but not within shared memory:
-  // w8a8 unsigned (15 groups), 64x64 on 4x4 warps = 120 registers; 4*(8*64+8*64)*128 = 524288 bytes.
+  // A tile within the register budget but not within shared memory: w8a8 unsigned (15
+  // groups), 32x32 on 2x4 warps = 60 registers (limit 128 at 256 threads);
+  // 4*(8*32+8*32)*128 = 262144 bytes.
   const json u8u8 = base_spec(8, "unsigned", 8, "unsigned");
-  expect_rejected(with_tile(u8u8, {{"bm", 64}, {"bn", 64}, {"bk", 1024}, {"stages", 4}, {"warps_m", 4}, {"warps_n", 4}}),
-                  {"shared memory", "524288", std::to_string(apnn::rules::kMaxSharedBytes)});
+  expect_rejected(with_tile(u8u8, {{"bm", 32}, {"bn", 32}, {"bk", 1024}, {"stages", 4}, {"warps_m", 2}, {"warps_n", 4}}),
+                  {"shared memory", "262144", std::to_string(apnn::rules::kMaxSharedBytes)});
   // Same tile without warps: still rejected (the message is a known bug, see below).
   expect_rejected(with_tile(u8u8, {{"bm", 64}, {"bn", 64}, {"bk", 1024}, {"stages", 4}}), {"tile"});
-  // With 2 stages and bk 512 it fits: 2*(1024)*64 = 131072.
-  CHECK_NOTHROW(apnn::parse_spec(with_tile(u8u8, {{"bm", 64}, {"bn", 64}, {"bk", 512}, {"stages", 2}, {"warps_m", 4}, {"warps_n", 4}})));
+  // With 2 stages and bk 512 it fits: 2*(512)*64 = 65536.
+  CHECK_NOTHROW(apnn::parse_spec(with_tile(u8u8, {{"bm", 32}, {"bn", 32}, {"bk", 512}, {"stages", 2}, {"warps_m", 2}, {"warps_n", 4}})));
+  // 64x64 on 4x4 warps needs 120 accumulators, but 512 threads leave 64 (the rest spills).
+  expect_rejected(with_tile(u8u8, {{"bm", 64}, {"bn", 64}, {"bk", 512}, {"stages", 2}, {"warps_m", 4}, {"warps_n", 4}}),
+                  {"120 accumulator registers", "limit 64"});
 }
 
 // Regression: without warps given, a tile failing only on shared memory was blamed on registers.
@@ -439,8 +443,8 @@ TEST_CASE("rules: the default tile is legal for every format pair") {
 TEST_CASE("rules: choose_warps picks a legal grid of at least 4 warps, or reports none") {
   const OperandFormat w{2, Encoding::Unsigned}, x{2, Encoding::Unsigned};
   Tile t;
-  t.bm = 128;
-  t.bn = 128;
+  t.bm = 64;
+  t.bn = 64;
   t.bk = 512;
   t.warps_m = t.warps_n = 1;
   REQUIRE(apnn::rules::choose_warps(&t, w, x));
