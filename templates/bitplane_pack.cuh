@@ -6,7 +6,22 @@
 
 namespace apnn {
 
-// One warp per row; a ballot turns 32 lanes' bits into one word (the paper's packing).
+// The paper's packing step: the warp's 32 lanes each hold one value's code; a ballot per
+// plane turns their bits into one word, which lane s stores at planes[s * plane_stride +
+// offset]. Returns the 32 values' plane-weighted popcount (the same in every lane).
+template <int BITS, int ENC>
+__device__ __forceinline__ i32 ballot_planes(u32 code, int lane, u32* __restrict__ planes, i64 plane_stride, i64 offset) {
+  i32 sum = 0;
+#pragma unroll
+  for (int s = 0; s < BITS; ++s) {
+    const u32 word = __ballot_sync(0xffffffffu, (code >> s) & 1u);
+    if (lane == s) planes[s * plane_stride + offset] = word;
+    sum += plane_weight(BITS, ENC, s) * __popc(word);
+  }
+  return sum;
+}
+
+// One warp per row.
 template <int BITS, int ENC>
 __device__ __forceinline__ void pack_bitplanes(const short* __restrict__ src, i64 rows, int K, int ld,
                                                u32* __restrict__ planes, i32* __restrict__ rowsum) {
@@ -18,12 +33,7 @@ __device__ __forceinline__ void pack_bitplanes(const short* __restrict__ src, i6
   for (int w = 0; w < ld; ++w) {
     const int k = w * 32 + lane;
     const u32 code = k < K ? value_code<BITS, ENC>(in[k]) : 0u;  // K tail and padding words are zero
-#pragma unroll
-    for (int s = 0; s < BITS; ++s) {
-      const u32 word = __ballot_sync(0xffffffffu, (code >> s) & 1u);
-      if (lane == s) planes[(static_cast<i64>(s) * rows + row) * ld + w] = word;
-      sum += plane_weight(BITS, ENC, s) * __popc(word);
-    }
+    sum += ballot_planes<BITS, ENC>(code, lane, planes, rows * ld, row * ld + w);
   }
   if (lane == 0) rowsum[row] = sum;
 }
@@ -46,12 +56,7 @@ __device__ __forceinline__ void pack_conv_activations(const short* __restrict__ 
   for (int cw = 0; cw < CW; ++cw) {
     const int c = cw * 32 + lane;
     const u32 code = c < C ? value_code<BITS, ENC>(src[(n * C + c) * HW + hw]) : 0u;
-#pragma unroll
-    for (int s = 0; s < BITS; ++s) {
-      const u32 word = __ballot_sync(0xffffffffu, (code >> s) & 1u);
-      if (lane == s) planes[((n * BITS + s) * HW + hw) * CW + cw] = word;
-      sum += plane_weight(BITS, ENC, s) * __popc(word);
-    }
+    sum += ballot_planes<BITS, ENC>(code, lane, planes, HW * CW, (n * BITS * HW + hw) * CW + cw);
   }
   if (lane == 0) pixsum[pixel] = sum;
 }
@@ -70,12 +75,7 @@ __device__ __forceinline__ void pack_conv_weights(const short* __restrict__ src,
   for (int cw = 0; cw < CW; ++cw) {
     const int c = cw * 32 + lane;
     const u32 code = c < C ? value_code<BITS, ENC>(src[(o * C + c) * KHW + pos]) : 0u;
-#pragma unroll
-    for (int s = 0; s < BITS; ++s) {
-      const u32 word = __ballot_sync(0xffffffffu, (code >> s) & 1u);
-      if (lane == s) planes[((static_cast<i64>(s) * O + o) * KHW + pos) * CW + cw] = word;
-      sum += plane_weight(BITS, ENC, s) * __popc(word);
-    }
+    sum += ballot_planes<BITS, ENC>(code, lane, planes, static_cast<i64>(O) * KHW * CW, (o * KHW + pos) * CW + cw);
   }
   if (lane == 0) {
     possum[item] = sum;

@@ -54,15 +54,3 @@ inline void prewarm(const std::vector<apnn::KernelSpec>& specs, const std::strin
     });
   for (auto& t : pool) t.join();
 }
-
-// Golden vector folders whose name starts with prefix ($APNN_VECTORS_DIR overrides the build's path).
-inline std::vector<std::filesystem::path> golden_dirs(const std::string& prefix) {
-  const char* env = std::getenv("APNN_VECTORS_DIR");
-  const std::filesystem::path root = env ? env : APNN_VECTORS_DIR;
-  REQUIRE_MESSAGE(std::filesystem::is_directory(root), "golden vectors not found at ", root.string(),
-                  " (set APNN_VECTORS_DIR)");
-  std::vector<std::filesystem::path> dirs;
-  for (const auto& d : std::filesystem::directory_iterator(root))
-    if (d.path().filename().string().rfind(prefix, 0) == 0) dirs.push_back(d.path());
-  return dirs;
-}

@@ -2,6 +2,8 @@
 // validation, and compile failures that carry the log and a dump of the source.
 #include <doctest/doctest.h>
 
+#include "test_util.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -27,14 +29,6 @@ namespace fs = std::filesystem;
 using apnn::ErrorKind;
 using apnn::KernelSpec;
 
-bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 KernelSpec spec_of(const char* json) { return apnn::canonicalize(apnn::parse_spec_text(json, "test")); }
 

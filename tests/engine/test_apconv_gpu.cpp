@@ -17,6 +17,7 @@
 #include "apnn/reference.h"
 #include "engine/conv_runner.h"
 #include "engine/verify.h"
+#include "golden_case.h"
 #include "gpu_test_util.h"
 
 namespace fs = std::filesystem;
@@ -128,17 +129,14 @@ TEST_CASE("golden APConv vectors (shared/vectors) on the GPU") {
   Engine engine;
   int checked = 0;
   for (const fs::path& dir : golden_dirs("apconv_")) {
-    std::ifstream in(dir / "spec.json");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const KernelSpec s = parse_spec_text(text, (dir / "spec.json").string());
-    const NpyArray w = read_npy_int((dir / "w.npy").string());
-    const NpyArray x = read_npy_int((dir / "x.npy").string());
-    const NpyArray y = read_npy_int((dir / "y.npy").string());
-    const std::vector<int16_t> W(w.values.begin(), w.values.end()), X(x.values.begin(), x.values.end());
-    const std::vector<int32_t> got = apconv(engine, s, W.data(), X.data(), {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0]});
+    const GoldenCase c = load_golden_case(dir);
+    const KernelSpec s = parse_spec_text(c.spec_text, (dir / "spec.json").string());
+    const std::vector<int16_t> W(c.w.values.begin(), c.w.values.end()), X(c.x.values.begin(), c.x.values.end());
+    const std::vector<int32_t> got =
+        apconv(engine, s, W.data(), X.data(), {c.x.shape[0], c.x.shape[1], c.x.shape[2], c.x.shape[3], c.w.shape[0]});
     INFO(dir.filename().string());
-    REQUIRE(got.size() == y.values.size());
-    CHECK(std::equal(got.begin(), got.end(), y.values.begin()));
+    REQUIRE(got.size() == c.y.values.size());
+    CHECK(std::equal(got.begin(), got.end(), c.y.values.begin()));
     ++checked;
   }
   CHECK(checked >= 6);

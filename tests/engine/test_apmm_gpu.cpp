@@ -15,6 +15,7 @@
 #include "apnn/engine.h"
 #include "apnn/npy.h"
 #include "engine/verify.h"
+#include "golden_case.h"
 #include "gpu_test_util.h"
 
 namespace fs = std::filesystem;
@@ -94,21 +95,14 @@ TEST_CASE("golden vectors (shared/vectors) on the GPU") {
   TempCache cache;
   Engine engine;
   int checked = 0;
-  for (const fs::path& d : golden_dirs("apmm_")) {
-    const fs::directory_entry dir(d);
-    std::ifstream in(dir.path() / "spec.json");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const KernelSpec s = parse_spec_text(text, (dir.path() / "spec.json").string());
-    const NpyArray w = read_npy_int((dir.path() / "w.npy").string());
-    const NpyArray x = read_npy_int((dir.path() / "x.npy").string());
-    const NpyArray y = read_npy_int((dir.path() / "y.npy").string());
-    const std::vector<int16_t> W(w.values.begin(), w.values.end()), X(x.values.begin(), x.values.end());
-    const std::vector<int32_t> got = apmm(engine, s, W.data(), X.data(), {w.shape[0], x.shape[0], w.shape[1]});
-    REQUIRE(got.size() == y.values.size());
-    uint64_t bad = 0;
-    for (size_t i = 0; i < got.size(); ++i) bad += got[i] != y.values[i];
-    INFO(dir.path().filename().string());
-    CHECK(bad == 0);
+  for (const fs::path& dir : golden_dirs("apmm_")) {
+    const GoldenCase c = load_golden_case(dir);
+    const KernelSpec s = parse_spec_text(c.spec_text, (dir / "spec.json").string());
+    const std::vector<int16_t> W(c.w.values.begin(), c.w.values.end()), X(c.x.values.begin(), c.x.values.end());
+    const std::vector<int32_t> got = apmm(engine, s, W.data(), X.data(), {c.w.shape[0], c.x.shape[0], c.w.shape[1]});
+    INFO(dir.filename().string());
+    REQUIRE(got.size() == c.y.values.size());
+    CHECK(std::equal(got.begin(), got.end(), c.y.values.begin()));
     ++checked;
   }
   CHECK(checked >= 50);

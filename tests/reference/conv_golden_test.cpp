@@ -8,19 +8,12 @@
 
 #include "apnn/conv_reference.h"
 #include "apnn/npy.h"
+#include "golden_case.h"
 #include "conv_test_util.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-apnn::OperandFormat format_of(const nlohmann::json& spec, const std::string& side) {
-  apnn::OperandFormat f;
-  f.bits = spec.at(side + "_bits").get<int>();
-  REQUIRE_MESSAGE(apnn::parse_encoding(spec.at(side + "_enc").get<std::string>(), &f.enc),
-                  "unknown encoding " << spec.at(side + "_enc"));
-  return f;
-}
 
 // The values as int16, each checked valid in its format (a vector that is not would test nothing).
 std::vector<int16_t> as_int16(const apnn::NpyArray& a, const apnn::OperandFormat& f, const char* name) {
@@ -44,13 +37,12 @@ std::pair<int, int> pair_of(const nlohmann::json& spec, const char* key) {
 
 void check_case(const fs::path& dir) {
   INFO("golden vector " << dir.string());
-  const nlohmann::json spec = nlohmann::json::parse(std::ifstream(dir / "spec.json"));
+  const GoldenCase c = load_golden_case(dir);
+  const nlohmann::json& spec = c.spec;
   REQUIRE(spec.at("op") == "apconv");
   const apnn::OperandFormat wf = format_of(spec, "w");
   const apnn::OperandFormat xf = format_of(spec, "x");
-  const apnn::NpyArray w = apnn::read_npy_int((dir / "w.npy").string());
-  const apnn::NpyArray x = apnn::read_npy_int((dir / "x.npy").string());
-  const apnn::NpyArray y = apnn::read_npy_int((dir / "y.npy").string());
+  const apnn::NpyArray &w = c.w, &x = c.x, &y = c.y;
   REQUIRE(w.shape.size() == 4);
   REQUIRE(x.shape.size() == 4);
   apnn::ConvGeometry g;
@@ -78,16 +70,10 @@ void check_case(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("conv reference: both references reproduce every APConv golden vector") {
-  const fs::path root = APNN_VECTORS_DIR;
-  // A missing directory must fail loudly: skipping would let a broken checkout pass.
-  REQUIRE_MESSAGE(fs::is_directory(root), "golden vectors directory APNN_VECTORS_DIR = " << root
-                                              << " does not exist (configure with -DAPNN_VECTORS_DIR=...)");
   int cases = 0;
-  for (const auto& entry : fs::directory_iterator(root)) {
-    if (!entry.is_directory() || entry.path().filename().string().rfind("apconv_", 0) != 0) continue;
-    check_case(entry.path());
+  for (const fs::path& dir : golden_dirs("apconv_")) {
+    check_case(dir);
     ++cases;
   }
-  INFO("apconv_* folders found in " << root);
   CHECK(cases >= 6);  // the six in shared/vectors when this suite was written
 }
