@@ -23,6 +23,10 @@ for prec in "1 unsigned 1 unsigned" "1 pm1 2 unsigned" "2 unsigned 2 unsigned"; 
       | python3 -c "import json,sys; r=json.load(sys.stdin); s=r['spec']; print('w%da%d %s: %.2f us (%.1f TOPS), mismatches %d' % (s['w_bits'], s['x_bits'], 'x'.join(str(r['shape'][k]) for k in 'mnk'), r['kernel_us'], r['tops'], r['mismatches']))" || status=1
   done
 done
+if command -v cuobjdump >/dev/null; then
+  echo "== SASS of the cached w1a2 APMM kernel"
+  python3 "$(dirname "$0")/sass_summary.py" "$APNN_CACHE_DIR" '"op":"apmm"' '"w_bits":1' '"x_bits":2' | head -n 12
+fi
 echo "== apnn verify: APConv, the paper's layers (N=1, 16x16, 3x3/1 pad 1)"
 for prec in "1 pm1 2 unsigned" "2 signed 2 unsigned" "1 pm1 4 unsigned" "2 signed 8 unsigned"; do
   set -- $prec
