@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
   apnn::cli::add_gemm(app, &action);
   apnn::cli::add_conv(app, &action);
   apnn::cli::add_verify(app, &action);
+  apnn::cli::add_tune(app, &action);
   apnn::cli::add_cache(app, &action);
+  apnn::cli::add_prewarm(app, &action);
   if (unknown_command(app, argc, argv, 1)) return 2;
   try {
     app.parse(argc, argv);

@@ -10,7 +10,7 @@ std::vector<int32_t> apconv(Engine& engine, const KernelSpec& spec, const int16_
   const ConvGeometry g = conv_geometry(spec, shape);
   check_operand_values("W", spec.w, W, g.O, g.C * g.kh * g.kw);
   check_operand_values("X", spec.x, X, g.N, g.C * g.H * g.W);
-  ConvRunner runner(engine.kernel(with_tile_for(spec, g.O, g.N * g.Ho() * g.Wo(), g.C * g.kh * g.kw)));
+  ConvRunner runner(engine.kernel(with_tile_for(spec, conv_problem(spec, shape))));
   DeviceBuffer w(static_cast<size_t>(g.O * g.C * g.kh * g.kw) * 2), x(static_cast<size_t>(g.N * g.C * g.H * g.W) * 2);
   w.upload(W, w.bytes());
   x.upload(X, x.bytes());

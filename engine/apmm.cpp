@@ -12,7 +12,7 @@ std::vector<int32_t> apmm(Engine& engine, const KernelSpec& spec, const int16_t*
   check_apmm_shape(spec, shape);
   check_operand_values("W", spec.w, W, shape.M, shape.K);
   check_operand_values("X", spec.x, X, shape.N, shape.K);
-  ApmmRunner runner(engine.kernel(with_tile_for(spec, shape.M, shape.N, shape.K)));
+  ApmmRunner runner(engine.kernel(with_tile_for(spec, apmm_problem(shape))));
   DeviceBuffer w(static_cast<size_t>(shape.M * shape.K) * 2), x(static_cast<size_t>(shape.N * shape.K) * 2);
   w.upload(W, w.bytes());
   x.upload(X, x.bytes());

@@ -3,18 +3,53 @@
 #include <fmt/format.h>
 
 #include "apnn/error.h"
+#include "apnn/tuning.h"
+#include "compiler/nvrtc_compiler.h"
+#include "engine/conv_runner.h"
 #include "runtime/device.h"
 #include "spec/kernel_rules.h"
 
 namespace apnn {
 
-KernelSpec with_tile_for(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits) {
+Target current_target() {
+  const DeviceInfo& d = current_device();
+  return {d.arch(), d.name, d.sm_count, d.max_smem_optin};
+}
+
+Target nominal_target(const std::string& arch) {
+  check_arch(arch);
+  if (arch == "sm_80") return {arch, "nominal A100", 108, 163 * 1024};
+  if (arch == "sm_86") return {arch, "nominal RTX 3090", 82, 99 * 1024};
+  if (arch == "sm_89") return {arch, "nominal RTX 4090", 128, 99 * 1024};
+  return {arch, "nominal H100 SXM", 132, 227 * 1024};
+}
+
+Problem apmm_problem(const ApmmShape& s) { return {s.M, s.N, s.K, {{"m", s.M}, {"n", s.N}, {"k", s.K}}}; }
+
+Problem conv_problem(const KernelSpec& spec, const ConvShape& s) {
+  const ConvGeometry g = conv_geometry(spec, s);
+  // K as loaded: channels are padded to 128 bits per pixel (conv_layout.h).
+  return {g.O, g.N * g.Ho() * g.Wo(), g.kh * g.kw * conv_channel_words(g.C) * 32,
+          {{"batch", s.N}, {"in_channels", s.C}, {"height", s.H}, {"width", s.W}, {"out_channels", s.O}}};
+}
+
+KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t) {
   if (spec.tile) return spec;
   KernelSpec s = spec;
+  const TuningDb db(TuningDb::default_path());
+  if (auto tuned = db.lookup(make_tune_key(spec, t.arch, t.device, p.shape))) {
+    if (rules::check_tile(tuned->tile, s.w, s.x).empty() && rules::shared_bytes(tuned->tile, s.w, s.x) <= t.max_smem) {
+      s.tile = tuned->tile;
+      return s;
+    }
+  }
   // Two blocks per SM keep the SMs busy while one waits on memory.
-  const int64_t threshold = 2 * current_device().sm_count;
-  s.tile = rules::heuristic_tile(s.w, s.x, M, N, K_bits, threshold, current_device().max_smem_optin);
+  s.tile = rules::heuristic_tile(s.w, s.x, p.M, p.N, p.K_bits, 2 * t.sm_count, t.max_smem);
   return s;
+}
+
+KernelSpec with_tile_for(const KernelSpec& spec, const Problem& p) {
+  return spec.tile ? spec : resolve_tile(spec, p, current_target());
 }
 
 void check_tile_fits_device(const KernelSpec& spec) {

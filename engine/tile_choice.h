@@ -1,14 +1,38 @@
-// Fills the tile of a spec that has none, for a concrete problem on the current device:
-// the paper's TLP/CI heuristic (spec/kernel_rules.h). A spec with a tile is returned as is.
+// Fills the tile of a spec that has none, for a concrete problem on a target: the recorded
+// winner of `apnn tune` (include/apnn/tuning.h) when there is one, else the paper's TLP/CI
+// heuristic (spec/kernel_rules.h). A spec with a tile is returned as is.
 #pragma once
 #include <cstdint>
+#include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "apnn/engine.h"
 #include "apnn/spec.h"
 
 namespace apnn {
 
-// GEMM view of the problem: M rows of W, N columns (rows of X / output pixels), K in bits.
-KernelSpec with_tile_for(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits);
+// What the heuristic and the tuning database need to know of the GPU.
+struct Target {
+  std::string arch, device;
+  int sm_count = 0;
+  int max_smem = 0;  // opt-in dynamic shared memory per block
+};
+Target current_target();                         // the current GPU (Error NoDriver/NoDevice without one)
+Target nominal_target(const std::string& arch);  // no GPU: the flagship of that arch (sm_90/sm_90a: H100 SXM)
+
+// The problem in GEMM terms (M rows of W, N columns, K bits) and as the tuning key's shape.
+struct Problem {
+  int64_t M = 0, N = 0, K_bits = 0;
+  nlohmann::json shape;
+};
+Problem apmm_problem(const ApmmShape& s);
+Problem conv_problem(const KernelSpec& spec, const ConvShape& s);
+
+// Tuned winner (database at TuningDb::default_path()) or heuristic, for `target`.
+KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t);
+// The same for the current GPU.
+KernelSpec with_tile_for(const KernelSpec& spec, const Problem& p);
 
 // Tiles are validated against the H100's 227 KB; other GPUs allow less (sm_86: 99 KB).
 // Throws Error(InvalidInput) naming the tile and the device's limit before any launch.

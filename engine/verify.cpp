@@ -42,6 +42,30 @@ void describe_kernel(const Kernel& k, VerifyReport* rep) {
 
 }  // namespace
 
+std::vector<int32_t> reference_apmm(const std::vector<int16_t>& W, const std::vector<int16_t>& X, const ApmmShape& s) {
+  std::vector<int32_t> want(static_cast<size_t>(s.M * s.N));
+  parallel_blocks(s.M, [&](int64_t m0, int64_t m1) {
+    const std::vector<int32_t> part = apmm_reference_direct(W.data() + m0 * s.K, X.data(), m1 - m0, s.N, s.K);
+    std::copy(part.begin(), part.end(), want.begin() + m0 * s.N);
+  });
+  return want;
+}
+
+// Per block of output channels: Y[n][o0:o1] of each image.
+std::vector<int32_t> reference_conv(const ConvGeometry& g, const std::vector<int16_t>& W, const std::vector<int16_t>& X) {
+  const int64_t khw = int64_t{g.kh} * g.kw, plane = g.Ho() * g.Wo();
+  std::vector<int32_t> want(static_cast<size_t>(g.N * g.O * plane));
+  parallel_blocks(g.O, [&](int64_t o0, int64_t o1) {
+    ConvGeometry part = g;
+    part.O = o1 - o0;
+    const std::vector<int32_t> y_part = conv_reference_direct(part, W.data() + o0 * g.C * khw, X.data());
+    for (int64_t n = 0; n < g.N; ++n)
+      std::copy(y_part.begin() + n * part.O * plane, y_part.begin() + (n + 1) * part.O * plane,
+                want.begin() + (n * g.O + o0) * plane);
+  });
+  return want;
+}
+
 nlohmann::json VerifyReport::to_json() const {
   nlohmann::json j = {{"spec", nlohmann::json::parse(canonical)},
                       {"arch", arch},
@@ -72,7 +96,7 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
   const std::vector<int16_t> W = random_operand(spec.w, static_cast<size_t>(s.M * s.K), seed);
   const std::vector<int16_t> X = random_operand(spec.x, static_cast<size_t>(s.N * s.K), seed ^ 0x9e3779b97f4a7c15ull);
 
-  std::shared_ptr<Kernel> kernel = engine.kernel(with_tile_for(spec, s.M, s.N, s.K));
+  std::shared_ptr<Kernel> kernel = engine.kernel(with_tile_for(spec, apmm_problem(s)));
   describe_kernel(*kernel, &rep);
   ApmmRunner runner(kernel);
   DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
@@ -86,11 +110,7 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
   runner.gemm(pw, px, y);
   synchronize(kernel->module->context());
 
-  std::vector<int32_t> want(static_cast<size_t>(s.M * s.N));
-  parallel_blocks(s.M, [&](int64_t m0, int64_t m1) {
-    const std::vector<int32_t> part = apmm_reference_direct(W.data() + m0 * s.K, X.data(), m1 - m0, s.N, s.K);
-    std::copy(part.begin(), part.end(), want.begin() + m0 * s.N);
-  });
+  const std::vector<int32_t> want = reference_apmm(W, X, s);
   compare(y.to_vector<int32_t>(want.size()), want, &rep);
 
   if (timing_launches > 0) {
@@ -112,7 +132,7 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
   const std::vector<int16_t> X =
       random_operand(spec.x, static_cast<size_t>(g.N * g.C * g.H * g.W), seed ^ 0x9e3779b97f4a7c15ull);
 
-  std::shared_ptr<Kernel> kernel = engine.kernel(with_tile_for(spec, g.O, pixels, g.C * khw));
+  std::shared_ptr<Kernel> kernel = engine.kernel(with_tile_for(spec, conv_problem(spec, shape)));
   describe_kernel(*kernel, &rep);
   ConvRunner runner(kernel);
   DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
@@ -127,17 +147,7 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
   runner.conv(pw, px, g, y, colsum, nvalid);
   synchronize(kernel->module->context());
 
-  // The reference per block of output channels: Y[n][o0:o1] of each image.
-  std::vector<int32_t> want(static_cast<size_t>(pixels * g.O));
-  const int64_t plane = g.Ho() * g.Wo();
-  parallel_blocks(g.O, [&](int64_t o0, int64_t o1) {
-    ConvGeometry part = g;
-    part.O = o1 - o0;
-    const std::vector<int32_t> y_part = conv_reference_direct(part, W.data() + o0 * g.C * khw, X.data());
-    for (int64_t n = 0; n < g.N; ++n)
-      std::copy(y_part.begin() + n * part.O * plane, y_part.begin() + (n + 1) * part.O * plane,
-                want.begin() + (n * g.O + o0) * plane);
-  });
+  const std::vector<int32_t> want = reference_conv(g, W, X);
   compare(y.to_vector<int32_t>(want.size()), want, &rep);
 
   if (timing_launches > 0) {

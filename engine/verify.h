@@ -2,6 +2,9 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "apnn/conv_layout.h"
 
 #include "apnn/engine.h"
 
@@ -20,6 +23,10 @@ struct VerifyReport {
   nlohmann::json to_json() const;
   std::string to_text() const;
 };
+
+// The CPU references (plain integer products) split over all cores: large shapes take seconds.
+std::vector<int32_t> reference_apmm(const std::vector<int16_t>& W, const std::vector<int16_t>& X, const ApmmShape& s);
+std::vector<int32_t> reference_conv(const ConvGeometry& g, const std::vector<int16_t>& W, const std::vector<int16_t>& X);
 
 // timing_launches = 0 skips timing.
 VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, uint64_t seed,

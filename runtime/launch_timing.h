@@ -10,12 +10,13 @@
 
 namespace apnn {
 
-inline double median_launch_us(int launches, const std::function<void()>& launch) {
+// warmup_ms: how long to run before timing; a sweep that already warmed the GPU passes less.
+inline double median_launch_us(int launches, const std::function<void()>& launch, float warmup_ms = 50.0f) {
   EventTimer timer;
   timer.start();
   do {
     for (int i = 0; i < launches; ++i) launch();
-  } while (timer.stop_ms() < 50.0f);
+  } while (timer.stop_ms() < warmup_ms);
   std::vector<double> per_launch;
   for (int r = 0; r < 5; ++r) {
     timer.start();

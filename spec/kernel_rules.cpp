@@ -127,16 +127,22 @@ Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, i
       t.stages = 3;
       if (shared_bytes(t, w, x) > max_smem) t.stages = 2;
       if (!choose_warps(&t, w, x) || shared_bytes(t, w, x) > max_smem) continue;
-      legal.push_back({t, ((M + bm - 1) / bm) * ((N + bn - 1) / bn), 2.0 * bm * bn / (bm + bn)});
+      // Intensity of the part of the tile the problem fills: a 128-wide side over a batch of
+      // 8 only adds idle rows.
+      const double em = static_cast<double>(std::min<int64_t>(bm, M)), en = static_cast<double>(std::min<int64_t>(bn, N));
+      legal.push_back({t, ((M + bm - 1) / bm) * ((N + bn - 1) / bn), 2.0 * em * en / (em + en)});
     }
   if (legal.empty()) return default_tile(w, x);
+  // Highest TLP, then highest intensity, then the smallest tile (least padding work).
   std::sort(legal.begin(), legal.end(), [](const Candidate& a, const Candidate& b) {
-    return a.tlp != b.tlp ? a.tlp > b.tlp : a.ci > b.ci;
+    if (a.tlp != b.tlp) return a.tlp > b.tlp;
+    if (a.ci != b.ci) return a.ci > b.ci;
+    return a.t.bm * a.t.bn < b.t.bm * b.t.bn;
   });
   const Candidate* best = &legal.front();
   if (best->tlp >= tlp_threshold)
     for (const Candidate& c : legal)
-      if (c.tlp >= tlp_threshold && (c.ci > best->ci || (c.ci == best->ci && c.tlp > best->tlp))) best = &c;
+      if (c.tlp >= tlp_threshold && c.ci > best->ci) best = &c;
   return best->t;
 }
 

@@ -1,6 +1,7 @@
 // The front door: a spec in, a cached cubin and a launched kernel out.
-//   compile(): spec -> generated source -> NVRTC cubin, through the in-process table
-//              and the disk cache. No GPU needed.
+//   compile(): spec -> generated source -> NVRTC cubin through the disk cache. No GPU needed.
+//   kernel():  the module for the current GPU; loaded modules are kept in an in-process
+//              table, so a repeated request touches neither the disk nor NVRTC.
 //   apmm():    packs W and X into bit planes on the GPU and runs the GEMM.
 #pragma once
 #include <cstdint>

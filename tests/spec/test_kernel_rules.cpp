@@ -65,3 +65,9 @@ TEST_CASE("choose_warps: at least 4 warps when the tile allows, fewer only for t
   REQUIRE(choose_warps(&t, kW1, kA2));
   CHECK(t.warps_m * t.warps_n == 1);
 }
+
+TEST_CASE("heuristic: a small batch (fc layer, N=8) gets no tile side wider than it needs") {
+  const Tile t = heuristic_tile(kW1, kA2, 1000, 8, 512, 264);
+  CHECK(t.bn <= 16);  // 16 is the smallest candidate
+  CHECK(check_tile(t, kW1, kA2).empty());
+}

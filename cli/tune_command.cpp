@@ -1,0 +1,74 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "apnn/engine.h"
+#include "apnn/error.h"
+#include "cli/commands.h"
+#include "cli/shape_flags.h"
+#include "engine/tune.h"
+
+namespace apnn::cli {
+
+namespace {
+
+// A single updating line on a terminal; a plain line per phase and every 10% otherwise.
+TuneProgress progress_printer() {
+  const bool tty = isatty(STDERR_FILENO);
+  auto last = std::make_shared<std::pair<std::string, size_t>>("", SIZE_MAX);
+  return [tty, last](size_t done, size_t total, const char* phase) {
+    const size_t tenth = total ? done * 10 / total : 10;
+    if (tty) {
+      std::fprintf(stderr, "\r%-8s [%-40s] %zu/%zu", phase, std::string(total ? 40 * done / total : 40, '#').c_str(), done,
+                   total);
+      if (done == total) std::fputc('\n', stderr);
+    } else if (last->first != phase || last->second != tenth) {
+      std::fprintf(stderr, "%s %zu/%zu\n", phase, done, total);
+    }
+    *last = {phase, tenth};
+  };
+}
+
+std::string tile_text(const Tile& t) {
+  return fmt::format("bm={:<3} bn={:<3} bk={:<4} stages={} warps={}x{}", t.bm, t.bn, t.bk, t.stages, t.warps_m, t.warps_n);
+}
+
+}  // namespace
+
+void add_tune(CLI::App& app, Action* action) {
+  auto* cmd = app.add_subcommand("tune", "Time every legal tile of a spec for one shape on this GPU and record the winner");
+  auto spec_path = std::make_shared<std::string>();
+  auto shape = std::make_shared<ShapeFlags>(cmd);
+  auto threads = std::make_shared<unsigned>(std::max(1u, std::thread::hardware_concurrency()));
+  auto top = std::make_shared<size_t>(5);
+  auto as_json = std::make_shared<bool>(false);
+  cmd->add_option("spec", *spec_path, "kernel spec (JSON file); its tile, if any, is ignored")->required();
+  cmd->add_option("--threads", *threads, "parallel NVRTC compiles (default: the cores)")->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--top", *top, "configurations to print (default 5)");
+  cmd->add_flag("--json", *as_json, "print the result as one JSON line");
+  cmd->callback([=] {
+    *action = [=] {
+      KernelSpec spec = load_spec_file(*spec_path);
+      spec.tile.reset();
+      Engine engine;
+      const TuneResult r = spec.op == Op::Apmm
+                               ? tune_apmm(engine, spec, shape->apmm(spec), *threads, progress_printer())
+                               : tune_apconv(engine, spec, shape->conv(spec), *threads, progress_printer());
+      if (*as_json) {
+        std::printf("%s\n", r.to_json(*top).dump().c_str());
+        return 0;
+      }
+      std::printf("tuned %s: %zu candidates in %.1f s\n", r.key.c_str(), r.ranked.size(), r.seconds);
+      for (size_t i = 0; i < std::min(*top, r.ranked.size()); ++i)
+        std::printf("  %zu. %s  %8.2f us\n", i + 1, tile_text(r.ranked[i].tile).c_str(), r.ranked[i].us);
+      std::printf("  heuristic: %s  %8.2f us (winner is %.2fx faster; recorded)\n", tile_text(r.heuristic_tile).c_str(),
+                  r.heuristic_us, r.heuristic_us / r.ranked.front().us);
+      return 0;
+    };
+  });
+}
+
+}  // namespace apnn::cli

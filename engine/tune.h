@@ -1,0 +1,41 @@
+// Empirical tuning: every legal tile of a spec for one problem on the current GPU,
+// compiled in parallel, each checked once against the CPU reference, timed, and the
+// winner recorded in the tuning database (include/apnn/tuning.h).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "apnn/engine.h"
+
+namespace apnn {
+
+struct TuneCandidate {
+  Tile tile;
+  double us = 0;        // median launch time; 0 when it failed
+  bool exact = false;   // matched the CPU reference
+  std::string error;    // why it failed, if it did
+};
+
+struct TuneResult {
+  std::string key;                      // the tuning database key
+  std::vector<TuneCandidate> ranked;    // fastest exact first, then failures
+  double heuristic_us = 0;              // the untuned choice, timed the same way
+  Tile heuristic_tile;
+  double seconds = 0;
+  nlohmann::json to_json(size_t top) const;
+};
+
+// Every tile that check_tile accepts and the device's shared memory holds.
+std::vector<Tile> legal_tiles(const KernelSpec& spec, int max_smem);
+
+// progress(done, total, phase) is called from the calling thread only.
+using TuneProgress = std::function<void(size_t, size_t, const char*)>;
+TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, unsigned threads,
+                     const TuneProgress& progress);
+TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, unsigned threads,
+                       const TuneProgress& progress);
+
+}  // namespace apnn

@@ -1,0 +1,134 @@
+// The tuning database (include/apnn/tuning.h) and tuned-or-heuristic tile resolution
+// (engine/tile_choice.h), without a GPU.
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "apnn/tuning.h"
+#include "engine/tile_choice.h"
+#include "spec/kernel_rules.h"
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+using namespace apnn;
+
+namespace {
+
+struct TempDb {
+  fs::path dir;
+  TempDb() {
+    char tmpl[] = "/tmp/apnn-tuning-test-XXXXXX";
+    dir = mkdtemp(tmpl);
+    setenv("APNN_TUNING_DB", (dir / "tuning.json").c_str(), 1);
+  }
+  ~TempDb() {
+    unsetenv("APNN_TUNING_DB");
+    fs::remove_all(dir);
+  }
+  fs::path path() const { return dir / "tuning.json"; }
+};
+
+KernelSpec w1a2() {
+  KernelSpec s;
+  s.w = {1, Encoding::Pm1};
+  s.x = {2, Encoding::Unsigned};
+  return s;
+}
+
+const nlohmann::json kShape = {{"m", 1000}, {"n", 4096}, {"k", 4096}};
+
+}  // namespace
+
+TEST_CASE("tuning keys: bucketed shapes, spec without its tile, arch, device and generator") {
+  CHECK(shape_bucket(kShape) == "m1024_n4096_k4096");
+  CHECK(shape_bucket({{"batch", 3}, {"in_channels", 65}, {"height", 16}, {"width", 17}, {"out_channels", 256}}) ==
+        "n4_c128_h16_w32_o256");
+  KernelSpec tiled = w1a2();
+  tiled.tile = rules::default_tile(tiled.w, tiled.x);
+  const TuneKey a = make_tune_key(w1a2(), "sm_90a", "H100", kShape);
+  CHECK(make_tune_key(tiled, "sm_90a", "H100", kShape).str() == a.str());
+  CHECK(make_tune_key(w1a2(), "sm_80", "H100", kShape).str() != a.str());
+  CHECK(make_tune_key(w1a2(), "sm_90a", "H200", kShape).str() != a.str());
+  CHECK(make_tune_key(w1a2(), "sm_90a", "H100", {{"m", 2000}, {"n", 4096}, {"k", 4096}}).str() != a.str());
+  KernelSpec other = w1a2();
+  other.x.bits = 3;
+  CHECK(make_tune_key(other, "sm_90a", "H100", kShape).str() != a.str());
+  CHECK(contains(a.str(), "apnn-generator-"));
+}
+
+TEST_CASE("tuning database: record and lookup round trip, written atomically") {
+  TempDb tmp;
+  TuningDb db(TuningDb::default_path());
+  CHECK(db.path() == tmp.path());
+  const TuneKey key = make_tune_key(w1a2(), "sm_90a", "H100", kShape);
+  CHECK_FALSE(db.lookup(key));
+  const Tile t{128, 64, 512, 4, 2, 4};
+  db.record(key, {t, 12.5});
+  const auto got = db.lookup(key);
+  REQUIRE(got);
+  CHECK(got->tile == t);
+  CHECK(got->us == 12.5);
+  const TuneKey other = make_tune_key(w1a2(), "sm_90a", "H100", {{"m", 64}, {"n", 1024}, {"k", 1024}});
+  db.record(other, {Tile{16, 16, 512, 3, 1, 2}, 3.0});
+  CHECK(db.lookup(key)->tile == t);  // earlier entries survive a later record
+  for (const auto& e : fs::directory_iterator(tmp.dir))
+    CHECK_MESSAGE(!contains(e.path().filename().string(), ".tmp."), "temp file left: ", e.path());
+}
+
+TEST_CASE("tuning database: a corrupt file is ignored with a warning and replaced by the next record") {
+  TempDb tmp;
+  const TuneKey key = make_tune_key(w1a2(), "sm_90a", "H100", kShape);
+  for (const char* junk : {"{not json", "[]", "{\"version\": 2, \"entries\": {}}", ""}) {
+    std::ofstream(tmp.path()) << junk;
+    TuningDb db(tmp.path());
+    CHECK_FALSE(db.lookup(key));
+    db.record(key, {Tile{64, 64, 512, 3, 2, 2}, 1.0});
+    REQUIRE(db.lookup(key));
+  }
+  // A parseable file with a broken entry: that entry is ignored, the file stays usable.
+  std::ofstream(tmp.path()) << "{\"version\": 1, \"entries\": {\"" << key.str() << "\": {\"tile\": {\"bm\": 64}}}}";
+  CHECK_FALSE(TuningDb(tmp.path()).lookup(key));
+}
+
+TEST_CASE("tuning database: concurrent records from several threads all land") {
+  TempDb tmp;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t)
+    pool.emplace_back([&, t] {
+      TuningDb db(tmp.path());
+      for (int i = 0; i < 5; ++i)
+        db.record(make_tune_key(w1a2(), "sm_90a", "H100", {{"m", 1 << (t * 5 + i)}, {"n", 8}, {"k", 8}}),
+                  {Tile{64, 64, 512, 3, 2, 2}, 1.0 * i});
+    });
+  for (auto& th : pool) th.join();
+  TuningDb db(tmp.path());
+  for (int t = 0; t < 4; ++t)
+    for (int i = 0; i < 5; ++i)
+      CHECK(db.lookup(make_tune_key(w1a2(), "sm_90a", "H100", {{"m", 1 << (t * 5 + i)}, {"n", 8}, {"k", 8}})));
+}
+
+TEST_CASE("resolve_tile: the recorded winner when legal, else the heuristic; an explicit tile always wins") {
+  TempDb tmp;
+  const Target target = nominal_target("sm_90a");
+  const Problem p = apmm_problem({1000, 4096, 4096});
+  const Tile heuristic = *resolve_tile(w1a2(), p, target).tile;
+  CHECK(heuristic == rules::heuristic_tile(w1a2().w, w1a2().x, p.M, p.N, p.K_bits, 2 * target.sm_count, target.max_smem));
+  const Tile tuned{32, 128, 1024, 2, 2, 4};
+  REQUIRE(rules::check_tile(tuned, w1a2().w, w1a2().x).empty());
+  TuningDb(tmp.path()).record(make_tune_key(w1a2(), target.arch, target.device, p.shape), {tuned, 9.0});
+  CHECK(*resolve_tile(w1a2(), p, target).tile == tuned);
+  // Another device does not see it.
+  Target other = target;
+  other.device = "another GPU";
+  CHECK(*resolve_tile(w1a2(), p, other).tile == heuristic);
+  // An illegal recorded tile (hand-edited database) falls back to the heuristic.
+  TuningDb(tmp.path()).record(make_tune_key(w1a2(), target.arch, target.device, p.shape), {Tile{48, 64, 512, 3, 2, 2}, 1});
+  CHECK(*resolve_tile(w1a2(), p, target).tile == heuristic);
+  KernelSpec explicit_tile = w1a2();
+  explicit_tile.tile = Tile{64, 64, 512, 3, 2, 2};
+  CHECK(*resolve_tile(explicit_tile, p, target).tile == *explicit_tile.tile);
+}
