@@ -2,6 +2,7 @@
 // and that nothing is written when inputs are bad. Each test has its own APNN_CACHE_DIR.
 #include <doctest/doctest.h>
 
+#include "run_cli.h"
 #include "test_util.h"
 
 #include <dlfcn.h>
@@ -44,10 +45,7 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = CliResult;
 
 // A scratch directory holding the test's files and its cache (APNN_CACHE_DIR=<dir>/cache).
 class Sandbox {
@@ -68,58 +66,12 @@ class Sandbox {
     return path(name).string();
   }
 
-  // Runs the binary with args; stdout and stderr captured through files; killed after 60 s.
-  Result run(const std::vector<std::string>& args) const {
-    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
-    std::vector<std::string> env_store;
-    for (char** e = environ; *e; ++e)
-      if (std::strncmp(*e, "APNN_CACHE_DIR=", 15) != 0 && std::strncmp(*e, "APNN_CACHE_MAX_BYTES=", 21) != 0)
-        env_store.emplace_back(*e);
-    env_store.push_back("APNN_CACHE_DIR=" + cache().string());
-    std::vector<char*> envp, argv;
-    for (auto& s : env_store) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> argv_store = {APNN_CLI_PATH};
-    argv_store.insert(argv_store.end(), args.begin(), args.end());
-    for (auto& s : argv_store) argv.push_back(s.data());
-    argv.push_back(nullptr);
-
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fo < 0 || fe < 0 || ::dup2(fo, 1) < 0 || ::dup2(fe, 2) < 0) ::_exit(127);
-      ::chdir(dir_.c_str());
-      ::execve(argv[0], argv.data(), envp.data());
-      ::_exit(127);
-    }
-    int status = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (::waitpid(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        FAIL("apnn timed out");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read_file(out);
-    r.err = read_file(err);
-    return r;
-  }
+  // Runs the binary in this sandbox with its cache.
+  Result run(const std::vector<std::string>& args) const { return run_apnn(args, dir_, cache(), dir_); }
 
  private:
   fs::path dir_;
 };
-
-std::string describe(const std::vector<std::string>& args, const Result& r) {
-  std::string s = "apnn";
-  for (const auto& a : args) s += " " + a;
-  return s + "\n  exit " + std::to_string(r.code) + "\n  stdout: " + r.out + "\n  stderr: " + r.err;
-}
 
 // Exit code `code`, nothing on stdout, exactly one line on stderr containing every needle.
 Result expect_error(const Sandbox& sb, const std::vector<std::string>& args, int code,

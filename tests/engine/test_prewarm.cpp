@@ -2,6 +2,8 @@
 // sm_90a (nominal_target) compile into the suite's own cache, once; everything else reuses it.
 #include <dlfcn.h>
 #include <doctest/doctest.h>
+
+#include "run_cli.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -100,58 +102,11 @@ bool driver_loadable() {
   return h != nullptr;
 }
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = CliResult;
 
-// Runs the apnn binary in the source directory with the suite's cache and no tuning database;
-// stdout and stderr captured through files (so stderr is not a terminal); killed after 60 s.
+// Runs the apnn binary in the source directory with the suite's cache and no tuning database.
 Result run_cli(const std::vector<std::string>& args) {
-  const fs::path out = shared().dir / ".stdout", err = shared().dir / ".stderr";
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "APNN_CACHE_DIR=", 15) != 0 && std::strncmp(*e, "APNN_TUNING_DB=", 15) != 0)
-      env_store.emplace_back(*e);
-  env_store.push_back("APNN_CACHE_DIR=" + shared().cache().string());
-  std::vector<char*> envp, argv;
-  for (auto& s : env_store) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_store = {APNN_CLI_PATH};
-  argv_store.insert(argv_store.end(), args.begin(), args.end());
-  for (auto& s : argv_store) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fo < 0 || fe < 0 || ::dup2(fo, 1) < 0 || ::dup2(fe, 2) < 0 || ::chdir(APNN_SOURCE_DIR) != 0) ::_exit(127);
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL("apnn timed out");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_file(out);
-  r.err = read_file(err);
-  return r;
-}
-
-std::string describe(const std::vector<std::string>& args, const Result& r) {
-  std::string s = "apnn";
-  for (const auto& a : args) s += " " + a;
-  return s + "\n  exit " + std::to_string(r.code) + "\n  stdout: " + r.out + "\n  stderr: " + r.err;
+  return run_apnn(args, APNN_SOURCE_DIR, shared().cache(), shared().dir);
 }
 
 // Exit `code`, nothing on stdout, one stderr line containing every needle.

@@ -1,0 +1,75 @@
+// Runs the built `apnn` binary (APNN_CLI_PATH) from a test: stdout and stderr captured
+// through files (so stderr is not a terminal), a private cache, killed after 60 s.
+#pragma once
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "test_util.h"
+
+extern char** environ;
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+// The environment is the test's, less the cache and tuning variables, plus APNN_CACHE_DIR=cache.
+inline CliResult run_apnn(const std::vector<std::string>& args, const std::filesystem::path& workdir,
+                          const std::filesystem::path& cache, const std::filesystem::path& scratch) {
+  const std::filesystem::path out = scratch / ".stdout", err = scratch / ".stderr";
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "APNN_CACHE_DIR=", 15) != 0 && std::strncmp(*e, "APNN_CACHE_MAX_BYTES=", 21) != 0 &&
+        std::strncmp(*e, "APNN_TUNING_DB=", 15) != 0)
+      env_store.emplace_back(*e);
+  env_store.push_back("APNN_CACHE_DIR=" + cache.string());
+  std::vector<char*> envp, argv;
+  for (auto& s : env_store) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_store = {APNN_CLI_PATH};
+  argv_store.insert(argv_store.end(), args.begin(), args.end());
+  for (auto& s : argv_store) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fo < 0 || fe < 0 || ::dup2(fo, 1) < 0 || ::dup2(fe, 2) < 0 || ::chdir(workdir.c_str()) != 0) ::_exit(127);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("apnn timed out");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CliResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+inline std::string describe(const std::vector<std::string>& args, const CliResult& r) {
+  std::string s = "apnn";
+  for (const auto& a : args) s += " " + a;
+  return s + "\n  exit " + std::to_string(r.code) + "\n  stdout: " + r.out + "\n  stderr: " + r.err;
+}
