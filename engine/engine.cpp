@@ -54,8 +54,8 @@ CompileResult Engine::compile_locked_out(const KernelSpec& canonical, const std:
 
 std::shared_ptr<Kernel> Engine::kernel(const KernelSpec& spec) {
   const DeviceInfo& dev = current_device();
-  const KernelSpec canonical = canonicalize(spec);
-  const std::string id = to_json(canonical).dump() + "@" + dev.arch();
+  const KernelSpec canonical = spec.tile ? spec : canonicalize(spec);
+  const std::string id = spec_id(canonical) + "@" + dev.arch();
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = loaded_.find(id);

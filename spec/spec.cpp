@@ -180,4 +180,12 @@ nlohmann::json to_json(const KernelSpec& spec) {
 
 std::string canonical_json(const KernelSpec& spec) { return to_json(canonicalize(spec)).dump(); }
 
+std::string spec_id(const KernelSpec& s) {
+  const Tile t = s.tile.value_or(Tile{0, 0, 0, 0, 0, 0});
+  const ConvParams& c = s.conv;
+  return fmt::format("{}|{}{}|{}{}|{},{},{},{},{},{}|{},{},{},{},{},{}", static_cast<int>(s.op), s.w.bits,
+                     static_cast<int>(s.w.enc), s.x.bits, static_cast<int>(s.x.enc), t.bm, t.bn, t.bk, t.stages, t.warps_m,
+                     t.warps_n, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw);
+}
+
 }  // namespace apnn

@@ -50,6 +50,9 @@ KernelSpec parse_spec_text(std::string_view text, std::string_view origin = "spe
 KernelSpec canonicalize(const KernelSpec& spec);
 nlohmann::json to_json(const KernelSpec& spec);
 std::string canonical_json(const KernelSpec& spec);  // canonicalize + compact dump, keys sorted
+// A short identity of a canonical spec (every field, no JSON): the in-process table's key,
+// cheap enough for every launch request.
+std::string spec_id(const KernelSpec& canonical);
 
 const char* op_name(Op op);
 

@@ -1,6 +1,10 @@
 // The paper's TLP/CI tile heuristic and warp-grid choice (spec/kernel_rules.h).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "spec/kernel_rules.h"
 
 using namespace apnn;
@@ -70,4 +74,26 @@ TEST_CASE("heuristic: a small batch (fc layer, N=8) gets no tile side wider than
   const Tile t = heuristic_tile(kW1, kA2, 1000, 8, 512, 264);
   CHECK(t.bn <= 16);  // 16 is the smallest candidate
   CHECK(check_tile(t, kW1, kA2).empty());
+}
+
+TEST_CASE("spec_id: equal for equal canonical specs, different when any field differs") {
+  KernelSpec a;
+  a.w = kW1;
+  a.x = kA2;
+  a = canonicalize(a);
+  CHECK(spec_id(a) == spec_id(canonicalize(a)));
+  std::vector<KernelSpec> variants(8, a);
+  variants[0].w.bits = 2;
+  variants[1].x.enc = Encoding::Signed;
+  variants[2].tile->bk = 256;
+  variants[3].tile->stages = 2;
+  variants[4].op = Op::Apconv;
+  variants[5] = variants[4];
+  variants[5].conv.ph = 1;
+  variants[6].tile->warps_m = 1;
+  variants[7].x.bits = 3;
+  std::vector<std::string> ids = {spec_id(a)};
+  for (const KernelSpec& v : variants) ids.push_back(spec_id(v));
+  std::sort(ids.begin(), ids.end());
+  CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
 }
