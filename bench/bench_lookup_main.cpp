@@ -13,6 +13,7 @@
 
 #include "apnn/engine.h"
 #include "apnn/error.h"
+#include "apnn/tuning.h"
 #include "engine/tile_choice.h"
 
 using namespace apnn;
@@ -67,6 +68,13 @@ int main() {
       t0 = Clock::now();
       for (int i = 0; i < m; ++i) engine.kernel(with_tile_for(untiled, p));
       const double untiled_us = ms_since(t0) * 1e3 / m;
+      // A winner recorded meanwhile (apnn tune in another process) must be picked up.
+      const Tile recorded{32, 64, 512, 2, 2, 2};
+      const Target target = current_target();
+      TuningDb(TuningDb::default_path()).record(make_tune_key(untiled, target.arch, target.device, p.shape), {recorded, 1.0});
+      const bool picked_up = *with_tile_for(untiled, p).tile == recorded;
+      std::printf("tuning database change picked up by the next request: %s\n", picked_up ? "yes" : "NO");
+      if (!picked_up) return 1;
       std::printf("cold request (NVRTC + load): median %.1f ms, of which NVRTC %.1f ms (%zu kernels)\n", median(cold_ms),
                   median(nvrtc_ms), specs.size());
       std::printf("warm disk hit (read, verify, cuModuleLoadData): median %.3f ms\n", median(disk_ms));

@@ -1,5 +1,10 @@
 #include "engine/tile_choice.h"
 
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
 #include <fmt/format.h>
 
 #include "apnn/error.h"
@@ -48,8 +53,46 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
   return s;
 }
 
+namespace {
+
+// Resolutions already made by this process, dropped whenever the tuning database file
+// changes (another process ran apnn tune): the launch path then costs a stat, not a
+// database read and a heuristic search.
+struct TileMemo {
+  std::mutex mu;
+  std::unordered_map<std::string, Tile> tiles;
+  std::filesystem::path db;
+  std::filesystem::file_time_type stamp{};
+  int stat_error = -1;
+};
+
+}  // namespace
+
 KernelSpec with_tile_for(const KernelSpec& spec, const Problem& p) {
-  return spec.tile ? spec : resolve_tile(spec, p, current_target());
+  if (spec.tile) return spec;
+  static TileMemo memo;
+  const std::filesystem::path db = TuningDb::default_path();
+  std::error_code ec;
+  const auto stamp = std::filesystem::last_write_time(db, ec);
+  const std::string key = spec_id(spec) + p.shape.dump();
+  {
+    std::lock_guard<std::mutex> lock(memo.mu);
+    if (db != memo.db || stamp != memo.stamp || ec.value() != memo.stat_error) {
+      memo.tiles.clear();
+      memo.db = db;
+      memo.stamp = stamp;
+      memo.stat_error = ec.value();
+    }
+    if (auto it = memo.tiles.find(key); it != memo.tiles.end()) {
+      KernelSpec s = spec;
+      s.tile = it->second;
+      return s;
+    }
+  }
+  KernelSpec s = resolve_tile(spec, p, current_target());
+  std::lock_guard<std::mutex> lock(memo.mu);
+  memo.tiles.emplace(key, *s.tile);
+  return s;
 }
 
 void check_tile_fits_device(const KernelSpec& spec) {
