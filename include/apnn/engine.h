@@ -24,7 +24,7 @@ struct CompileResult {
   std::string canonical;       // canonical JSON
   std::string arch;
   CacheKey key;
-  enum class Source { Memory, Disk, Compiled } source = Source::Compiled;
+  enum class Source { Disk, Compiled } source = Source::Compiled;  // where the cubin came from
   double compile_ms = 0;       // NVRTC time when compiled now, else 0
   std::vector<char> cubin;
   const char* cache_state() const { return source == Source::Compiled ? "miss" : "hit"; }
