@@ -43,8 +43,13 @@ const DeviceInfo& current_device() {
     info.max_smem_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
     driver::check(cu.DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
   });
-  // Every calling thread needs the context current (thread pools, the CLI's main thread).
-  driver::check(cu.CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  // Every calling thread needs the context current (thread pools, the CLI's main thread);
+  // once per thread, not per request.
+  thread_local bool current = false;
+  if (!current) {
+    driver::check(cu.CtxSetCurrent(ctx), "cuCtxSetCurrent");
+    current = true;
+  }
   return info;
 }
 
