@@ -38,12 +38,6 @@ void write_file(const fs::path& p, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 using Result = CliResult;
 
@@ -87,14 +81,6 @@ Result expect_error(const Sandbox& sb, const std::vector<std::string>& args, int
   return r;
 }
 
-size_t cache_entries(const fs::path& cache) {
-  size_t n = 0;
-  std::error_code ec;
-  if (!fs::exists(cache)) return 0;
-  for (const auto& e : fs::recursive_directory_iterator(cache, ec))
-    if (e.path().extension() == ".apnnc") ++n;
-  return n;
-}
 
 // --- .npy writer (v1.0), independent of the library's npy module ---
 

@@ -80,21 +80,7 @@ Shared& shared() {
   return s;
 }
 
-size_t cache_entries(const fs::path& cache) {
-  size_t n = 0;
-  std::error_code ec;
-  if (!fs::exists(cache)) return 0;
-  for (const auto& e : fs::recursive_directory_iterator(cache, ec))
-    if (e.path().extension() == ".apnnc") ++n;
-  return n;
-}
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 bool driver_loadable() {
   void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
