@@ -17,7 +17,7 @@ struct GeneratedSource {
 };
 
 // Bumped whenever the generator or a template changes what it emits for the same spec.
-inline constexpr const char* kGeneratorVersion = "apnn-generator-2";
+inline constexpr const char* kGeneratorVersion = "apnn-generator-3";
 
 // Entry points: APMM modules have the GEMM and both packers; APConv modules the conv,
 // both packers, the activation unpacker and the per-pixel correction sums.

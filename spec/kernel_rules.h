@@ -39,6 +39,17 @@ bool choose_warps(Tile* t, const OperandFormat& w, const OperandFormat& x);
 
 Tile default_tile(const OperandFormat& w, const OperandFormat& x);
 
+// With a fused epilogue (apnn/epilogue.h) the block's outputs may be staged in shared memory
+// (pooling windows, 32-channel packed words): bn*(bm+4) 4-byte values, reusing the pipeline's
+// buffers, so a kernel needs the larger of the two.
+int staging_bytes(const Tile& t, const Epilogue& e);
+int kernel_shared_bytes(const Tile& t, const KernelSpec& spec);
+// What the spec's epilogue asks of a tile (bm a multiple of 32 for quantize, a whole pooling
+// window per bn, shared memory); empty when it fits. check_tile covers the mainloop.
+std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec);
+std::string check_kernel_tile(const Tile& t, const KernelSpec& spec);  // both
+Tile default_tile(const KernelSpec& spec);
+
 }  // namespace apnn::rules
 
 namespace apnn::rules {
@@ -51,5 +62,8 @@ namespace apnn::rules {
 // Candidates needing more than max_smem bytes of shared memory are skipped.
 Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N, int64_t K_bits,
                     int64_t tlp_threshold, int max_smem = kMaxSharedBytes);
+// The same among the tiles the spec's epilogue allows.
+Tile heuristic_tile(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits, int64_t tlp_threshold,
+                    int max_smem = kMaxSharedBytes);
 
 }  // namespace apnn::rules
