@@ -32,4 +32,11 @@ inline constexpr int kPackThreads = 256;
 // `spec` must be canonical (tile filled): throws Error(InvalidSpec) otherwise.
 GeneratedSource generate(const KernelSpec& spec);
 
+// The unfused baseline of an apconv spec's chain (templates/unfused_epilogue.cuh), one
+// kernel per stage, for the fusion benchmark. The chain must end in quantize.
+inline constexpr const char* kUnfusedPreKernel = "apnn_unfused_pre";
+inline constexpr const char* kUnfusedPoolKernel = "apnn_unfused_pool";
+inline constexpr const char* kUnfusedQuantizeKernel = "apnn_unfused_quantize";
+GeneratedSource generate_unfused_epilogue(const KernelSpec& spec);
+
 }  // namespace apnn
