@@ -1,5 +1,8 @@
 #include "cli/layer_io.h"
 
+#include <cmath>
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "apnn/conv_layout.h"
@@ -15,7 +18,18 @@ std::vector<float> load_vector(const std::string& path, const char* option) {
   if (a.shape.size() > 1)
     throw Error(ErrorKind::InvalidInput,
                 fmt::format("{}: {} must be 1-D (or a scalar), got shape ({})", path, option, fmt::join(a.shape, ", ")));
-  return std::vector<float>(a.values.begin(), a.values.end());
+  std::vector<float> v;
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    const double d = a.values[i];
+    // float64 files: a finite value must stay finite and a non-zero one non-zero in float32.
+    const bool fits = !std::isfinite(d) || (std::fabs(d) <= std::numeric_limits<float>::max() &&
+                                            (d == 0 || std::fabs(d) >= std::numeric_limits<float>::denorm_min()));
+    if (!fits)
+      throw Error(ErrorKind::InvalidInput,
+                  fmt::format("{}: {} value {} at index {} does not fit float32", path, option, d, i));
+    v.push_back(static_cast<float>(d));
+  }
+  return v;
 }
 
 }  // namespace

@@ -56,6 +56,18 @@ class Sandbox {
     apnn::write_npy_float32(path(name), shape, v.data());
     return path(name);
   }
+  // A little-endian float64 .npy of shape (n,), written by hand (the library writes float32 only).
+  std::string doubles(const std::string& name, const std::vector<double>& v) const {
+    std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(v.size()) + ",), }";
+    header.append(64 - (10 + header.size() + 1) % 64, ' ');
+    header += '\n';
+    std::string bytes("\x93NUMPY\x01\x00", 8);
+    bytes += static_cast<char>(header.size() & 0xff);
+    bytes += static_cast<char>(header.size() >> 8);
+    bytes += header;
+    bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
+    return text(name, bytes);
+  }
   CliResult run(const std::vector<std::string>& args) const { return run_apnn(args, dir_, cache(), dir_); }
 
  private:
@@ -246,6 +258,14 @@ TEST_CASE("cli epilogue: parameter files that do not match the chain are exit 2 
       {"missing --q-zero file",
        with(gemm, {"--scale", in.scale, "--bias", in.bias, "--q-scale", in.q_scale, "--q-zero", sb.path("nope.npy")}),
        {"nope.npy"}},
+      {"float64 --q-scale beyond float32",
+       with(gemm, {"--scale", in.scale, "--bias", in.bias, "--q-scale", sb.doubles("q64big.npy", {1e300}), "--q-zero",
+                   in.q_zero}),
+       {"q64big.npy", "--q-scale", "does not fit float32"}},
+      {"float64 --q-scale that rounds to 0 in float32",
+       with(gemm, {"--scale", in.scale, "--bias", in.bias, "--q-scale", sb.doubles("q64tiny.npy", {1e-50}), "--q-zero",
+                   in.q_zero}),
+       {"q64tiny.npy", "does not fit float32"}},
       {"NaN --q-scale",
        with(gemm, {"--scale", in.scale, "--bias", in.bias, "--q-scale", sb.floats("qnan.npy", {1}, {nan}), "--q-zero",
                    in.q_zero}),
