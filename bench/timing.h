@@ -1,0 +1,30 @@
+// The one timing rule of `apnn bench`, for ours and the vendor's alike: CUDA events around
+// back-to-back launches after a warm-up, the median of repeats, cycling through several
+// input buffer sets so that the L2 cache holds none of them between two uses of one.
+#pragma once
+#include <cstddef>
+#include <functional>
+
+#include "bench/report.h"
+
+namespace apnn::bench {
+
+struct TimingRule {
+  int launches = 50;          // back-to-back launches per repeat (--launches)
+  int repeats = 5;
+  double warmup_ms = 50;      // the H100 idles near 345 MHz: run this long before timing
+  double max_repeat_ms = 100; // long kernels: fewer launches per repeat, then fewer repeats
+};
+
+// Launches and repeats for a kernel that takes `est_us`: the rule's, cut so that one repeat
+// lasts about max_repeat_ms (at least 3 launches), and 3 repeats for kernels over 10 ms.
+Timing plan_timing(const TimingRule& rule, double est_us);
+
+// How many buffer sets of `set_bytes` to cycle: enough to span 4x the L2 cache, 2 to 32.
+int rotation_sets(size_t set_bytes, size_t l2_bytes);
+size_t l2_bytes();  // of the current device
+
+// launch(i) launches once on buffer set i (0 <= i < sets), asynchronously.
+Timing time_rotated(const TimingRule& rule, int sets, const std::function<void(int)>& launch);
+
+}  // namespace apnn::bench
