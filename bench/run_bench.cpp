@@ -79,21 +79,7 @@ void write_file(const std::string& path, const std::string& text) {
 
 Timing time_best_candidate(const TimingRule& rule, int candidates, int sets, const std::function<void(int)>& use,
                            const std::function<void(int)>& launch, int* chosen) {
-  const TimingRule brief{std::min(rule.launches, 10), 3, 5, 20};
-  double best = -1;
-  *chosen = 0;
-  std::string first_error;
-  for (int i = 0; i < candidates && candidates > 1; ++i) {
-    use(i);
-    try {
-      const double us = time_rotated(brief, sets, launch).us;
-      if (best < 0 || us < best) best = us, *chosen = i;
-    } catch (const Error& e) {  // a candidate the library offered but cannot run: skip it
-      if (e.kind() != ErrorKind::Driver) throw;
-      if (first_error.empty()) first_error = e.what();
-    }
-  }
-  if (candidates > 1 && best < 0) throw Error(ErrorKind::Driver, "no candidate ran: " + first_error);
+  *chosen = fastest_candidate(rule, candidates, sets, use, launch);
   use(*chosen);
   return time_rotated(rule, sets, launch);
 }

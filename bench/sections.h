@@ -18,8 +18,8 @@ struct Section {
   bool mismatch = false;  // an output of ours differed from the reference
 };
 
-// Times each candidate (algorithm / engine config) briefly, selects the fastest with
-// use(i), then times it under the full rule.
+// Selects the fastest candidate (algorithm / engine config; timing.h fastest_candidate)
+// with use(i), then times it under the full rule.
 Timing time_best_candidate(const TimingRule& rule, int candidates, int sets, const std::function<void(int)>& use,
                            const std::function<void(int)>& launch, int* chosen);
 

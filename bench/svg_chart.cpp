@@ -67,9 +67,9 @@ std::string panel_svg(const ChartPanel& p, double y0, double width) {
   s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#000\" stroke-width=\"1.5\"/>\n", kLeft,
                    base, right, base);
   for (size_t k = 0; k < p.series.size(); ++k) {
-    const double lx = kLeft + 260 + k * 70;
+    const double lx = kLeft + k * 60;  // a line of its own under the title
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>\n",
-                     lx, y0 + 13, kColours[k % 10], lx + 14, y0 + 22, xml_escape(p.series[k]));
+                     lx, y0 + 29, kColours[k % 10], lx + 14, y0 + 38, xml_escape(p.series[k]));
   }
   return s + "</g>\n";
 }

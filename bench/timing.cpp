@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "apnn/error.h"
 #include "runtime/device.h"
 #include "runtime/driver_api.h"
 #include "runtime/module.h"
@@ -32,31 +34,90 @@ size_t l2_bytes() {
   return static_cast<size_t>(v);
 }
 
-Timing time_rotated(const TimingRule& rule, int sets, const std::function<void(int)>& launch) {
+namespace {
+
+// Launches n times, cycling through the sets; returns the GPU time of the batch.
+struct Runner {
+  int sets;
+  const std::function<void(int)>& launch;
   EventTimer timer;
   int next = 0;
-  auto run = [&](int n) {
+  double operator()(int n) {
     timer.start();
     for (int i = 0; i < n; ++i) {
       launch(next);
       next = (next + 1) % sets;
     }
     return timer.stop_ms();
-  };
-  // Warm-up in doubling batches, so that a 25 ms kernel is not launched 50 times to warm up.
-  double warm_ms = 0, est_us = 0;
-  for (int batch = 1; warm_ms < rule.warmup_ms; batch = std::min(batch * 2, rule.launches)) {
-    const double ms = run(batch);
-    warm_ms += ms;
-    est_us = ms * 1e3 / batch;
   }
-  Timing t = plan_timing(rule, est_us);
-  t.sets = sets;
+};
+
+// Returns the per-launch estimate of the last batch.
+double warm_up(Runner& run, double warmup_ms) {
+  double total = 0;
+  for (int batch = 1;; batch *= 2) {
+    const double ms = run(batch);
+    total += ms;
+    if (total >= warmup_ms && ms >= warmup_ms / 2) return ms * 1e3 / batch;
+  }
+}
+
+}  // namespace
+
+bool unsteady(std::vector<double> v) {
+  if (v.size() < 2) return false;
+  std::sort(v.begin(), v.end());
+  return v.back() > 1.2 * v.front();
+}
+
+Timing time_rotated(const TimingRule& rule, int sets, const std::function<void(int)>& launch) {
+  Runner run{sets, launch};
+  Timing t;
   std::vector<double> per_launch;
-  for (int r = 0; r < t.repeats; ++r) per_launch.push_back(run(t.launches) * 1e3 / t.launches);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    t = plan_timing(rule, warm_up(run, rule.warmup_ms));
+    per_launch.clear();
+    for (int r = 0; r < t.repeats; ++r) per_launch.push_back(run(t.launches) * 1e3 / t.launches);
+    if (!unsteady(per_launch)) break;
+  }
   std::sort(per_launch.begin(), per_launch.end());
+  t.sets = sets;
   t.us = per_launch[per_launch.size() / 2];
   return t;
+}
+
+int fastest_candidate(const TimingRule& rule, int candidates, int sets, const std::function<void(int)>& use,
+                      const std::function<void(int)>& launch) {
+  if (candidates <= 1) return 0;
+  Runner run{sets, launch};
+  use(0);
+  const double est_us = warm_up(run, rule.warmup_ms);
+  const int n = std::clamp(static_cast<int>(2e3 / std::max(est_us, 1e-3)), 3, std::max(3, rule.launches));  // ~2 ms
+  std::vector<std::vector<double>> us(candidates);
+  std::vector<bool> failed(candidates, false);
+  std::string first_error;
+  for (int round = 0; round < 3; ++round)
+    for (int c = 0; c < candidates; ++c) {
+      if (failed[c]) continue;
+      try {
+        use(c);
+        run(1);  // a first launch of an algorithm may set it up
+        us[c].push_back(run(n) * 1e3 / n);
+      } catch (const Error& e) {  // offered by the library but cannot run here: skip it
+        if (e.kind() != ErrorKind::Driver) throw;
+        failed[c] = true;
+        if (first_error.empty()) first_error = e.what();
+      }
+    }
+  int best = -1;
+  double best_us = 0;
+  for (int c = 0; c < candidates; ++c) {
+    if (failed[c]) continue;
+    std::sort(us[c].begin(), us[c].end());
+    if (best < 0 || us[c][1] < best_us) best = c, best_us = us[c][1];
+  }
+  if (best < 0) throw Error(ErrorKind::Driver, "no candidate ran: " + first_error);
+  return best;
 }
 
 }  // namespace apnn::bench

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 #include "bench/report.h"
 
@@ -25,6 +26,21 @@ int rotation_sets(size_t set_bytes, size_t l2_bytes);
 size_t l2_bytes();  // of the current device
 
 // launch(i) launches once on buffer set i (0 <= i < sets), asynchronously.
+//
+// The warm-up doubles its batches until it has run warmup_ms in all and one batch alone ran
+// for half of that without a host synchronization: after a CPU-bound phase (reference
+// check, packing) the clocks have dropped, and short synchronized bursts did not always
+// bring them back (device run 1: isolated rows 3-5x slow). When the repeats still spread by
+// more than 20%, the warm-up and the repeats run once more.
 Timing time_rotated(const TimingRule& rule, int sets, const std::function<void(int)>& launch);
+
+// Whether repeats (per-launch times) spread too much to trust their median.
+bool unsteady(std::vector<double> per_launch);
+
+// Times `candidates` alternatives (algorithms, engine configs) selected with use(i): one
+// warm-up, then 3 rounds over all candidates in turn, so that a clock still rising favours
+// none of them; returns the index with the lowest median.
+int fastest_candidate(const TimingRule& rule, int candidates, int sets, const std::function<void(int)>& use,
+                      const std::function<void(int)>& launch);
 
 }  // namespace apnn::bench

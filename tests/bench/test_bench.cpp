@@ -251,6 +251,10 @@ TEST_CASE("bench: timing plan and rotation sets") {
   few.launches = 2;
   CHECK(plan_timing(few, 1e6).launches == 2);
 
+  CHECK_FALSE(unsteady({10, 11, 11.9}));
+  CHECK(unsteady({10, 11, 12.1}));
+  CHECK_FALSE(unsteady({10}));
+
   const size_t l2 = 50u << 20;
   CHECK(rotation_sets(1u << 10, l2) == 32);       // tiny sets: capped
   CHECK(rotation_sets(48u << 20, l2) == 5);       // 4x the L2 in 48 MB sets
