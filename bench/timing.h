@@ -30,8 +30,9 @@ size_t l2_bytes();  // of the current device
 // The warm-up doubles its batches until it has run warmup_ms in all and one batch alone ran
 // for half of that without a host synchronization: after a CPU-bound phase (reference
 // check, packing) the clocks have dropped, and short synchronized bursts did not always
-// bring them back (device run 1: isolated rows 3-5x slow). When the repeats still spread by
-// more than 20%, the warm-up and the repeats run once more.
+// bring them back (device run 1: isolated rows 3-5x slow). Warm-up and repeats then run
+// twice, and the lower median counts (device run 2 still had a few whole rows 2-4x slow that
+// a re-run did not reproduce); a third time when the second's repeats spread over 20%.
 Timing time_rotated(const TimingRule& rule, int sets, const std::function<void(int)>& launch);
 
 // Whether repeats (per-launch times) spread too much to trust their median.
