@@ -68,7 +68,8 @@ nlohmann::json Report::to_json() const {
           {"arch", arch},
           {"peaks", {{"wgmma_b1_and_tops", peaks.wgmma_b1_tops}, {"mma_sync_b1_and_tops", peaks.mma_sync_b1_tops}}},
           {"settings", settings},
-          {"rows", rows_j}};
+          {"rows", rows_j},
+          {"fusion", fusion}};
 }
 
 namespace {

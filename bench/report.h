@@ -57,6 +57,7 @@ struct Report {
   Peaks peaks;
   nlohmann::json settings;  // the timing rule and options used
   std::vector<Row> rows;
+  nlohmann::json fusion = nlohmann::json::array();  // the fusion section's rows (run_fusion.cpp)
 
   // The fastest available vendor row of (op, shape); nullptr when there is none.
   const Row* best_vendor(const std::string& op, const std::string& shape) const;

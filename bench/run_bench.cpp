@@ -125,6 +125,7 @@ int run_bench(const BenchOptions& o) {
 #ifdef APNN_BENCH_CUDNN
   if (!plan.conv.empty()) run_conv_section(section, plan);
 #endif
+  if (o.fusion) run_fusion_section(section, o.selection.quick);
   report.settings["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::printf("apnn bench on %s (%s); binary AND peaks: wgmma %.0f TOPS, mma.sync %.0f TOPS\n", report.device.c_str(),
@@ -132,6 +133,7 @@ int run_bench(const BenchOptions& o) {
   std::printf("times: median per launch (us); speedup: best vendor time / ours; bin TOPS: ops*p*q/time; exact: "
               "checked against the CPU reference\n\n");
   report.print_table(stdout);
+  print_fusion_table(report.fusion, stdout);
   if (!o.json_path.empty()) write_file(o.json_path, report.to_json().dump(1) + "\n");
   if (!o.chart_path.empty()) write_file(o.chart_path, chart_svg(report.speedup_panels()));
   if (section.mismatch) std::fprintf(stderr, "apnn: bench: an output of ours differs from the CPU reference (rows marked NO)\n");

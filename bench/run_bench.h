@@ -10,7 +10,7 @@
 namespace apnn::bench {
 
 struct BenchOptions {
-  bool gemm = true, conv = true;
+  bool gemm = true, conv = true, fusion = true;
   Selection selection;
   TimingRule rule;
   std::string json_path, chart_path;  // empty: not written

@@ -1,6 +1,7 @@
 // The GEMM and convolution sections of a run (run_bench.cpp drives them).
 #pragma once
 #include <cstddef>
+#include <cstdio>
 #include <functional>
 
 #include "apnn/engine.h"
@@ -25,5 +26,8 @@ Timing time_best_candidate(const TimingRule& rule, int candidates, int sets, con
 
 void run_gemm_section(Section& s, const Plan& plan);
 void run_conv_section(Section& s, const Plan& plan);  // built only with cuDNN's header
+// Fused conv -> epilogue chain against the unfused sequence (no vendor library).
+void run_fusion_section(Section& s, bool quick);
+void print_fusion_table(const nlohmann::json& rows, std::FILE* out);
 
 }  // namespace apnn::bench

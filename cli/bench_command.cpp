@@ -15,14 +15,17 @@ void add_bench(CLI::App& app, Action* action) {
   auto* cmd = app.add_subcommand(
       "bench", "Time our GEMM and conv kernels against cuBLASLt and cuDNN in one process (checked first; table, JSON, SVG)");
   struct Flags {
-    bool gemm_only = false, conv_only = false, quick = false;
+    bool gemm_only = false, conv_only = false, fusion_only = false, quick = false;
     std::string shapes, precisions, json, chart;
     int launches = 50;
   };
   auto f = std::make_shared<Flags>();
   auto* g = cmd->add_flag("--gemm-only", f->gemm_only, "only the GEMM section");
   auto* c = cmd->add_flag("--conv-only", f->conv_only, "only the convolution section");
+  auto* fu = cmd->add_flag("--fusion-only", f->fusion_only, "only the fusion section (fused chain vs unfused kernels)");
   g->excludes(c);
+  fu->excludes(g);
+  fu->excludes(c);
   cmd->add_flag("--quick", f->quick, "a small subset (2 shapes per section, 2-3 precisions)");
   cmd->add_option("--shapes", f->shapes, "comma-separated glob patterns over shape labels, e.g. '8192x*,n1-*'");
   cmd->add_option("--prec", f->precisions, "comma-separated precisions, e.g. w1a2,w2a2 (default: all)");
@@ -34,8 +37,9 @@ void add_bench(CLI::App& app, Action* action) {
     *action = [=]() -> int {
 #ifdef APNN_HAVE_BENCH
       bench::BenchOptions o;
-      o.gemm = !f->conv_only;
-      o.conv = !f->gemm_only;
+      o.gemm = !f->conv_only && !f->fusion_only;
+      o.conv = !f->gemm_only && !f->fusion_only;
+      o.fusion = !f->gemm_only && !f->conv_only;
       o.selection.quick = f->quick;
       o.selection.shapes = bench::split_list(f->shapes);
       o.selection.precisions = bench::split_list(f->precisions);

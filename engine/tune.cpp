@@ -159,7 +159,7 @@ TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& sh
   const std::vector<int16_t> X = random_operand(spec.x, static_cast<size_t>(shape.N * shape.K), 12);
   const std::vector<int32_t> y_ref = reference_apmm(W, X, shape);
   const OutputDims dims = ApmmRunner::dims(shape.M, shape.N);
-  const EpilogueParams params = verify_params(spec.epilogue, y_ref, shape.M, 13);
+  const EpilogueParams params = verify_params(spec.epilogue, y_ref, dims, 13);
   const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, dims);
   const EpilogueDevice ep(spec.epilogue, params, shape.M);
   const DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
@@ -183,7 +183,7 @@ TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& 
   any.tile = rules::default_tile(spec);
   ConvRunner packer(engine.kernel(any));
   const OutputDims dims = ConvRunner::dims(spec, g);
-  const EpilogueParams params = verify_params(spec.epilogue, y_ref, g.O, 13);
+  const EpilogueParams params = verify_params(spec.epilogue, y_ref, {g.N, g.O, g.Ho(), g.Wo()}, 13);
   const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, {g.N, g.O, g.Ho(), g.Wo()});
   const EpilogueDevice ep(spec.epilogue, params, g.O);
   const PackedConvWeights pw = packer.pack_w(w, g);

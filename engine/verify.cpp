@@ -60,13 +60,8 @@ ExpectedOutput expected_output(const Epilogue& e, const EpilogueParams& p, const
   return want;
 }
 
-EpilogueParams verify_params(const Epilogue& e, const std::vector<int32_t>& y, int64_t channels, uint64_t seed) {
-  double sum = 0, sq = 0;
-  for (int32_t v : y) sum += v;
-  const double mean = y.empty() ? 0 : sum / static_cast<double>(y.size());
-  for (int32_t v : y) sq += (v - mean) * (v - mean);
-  const double spread = y.empty() ? 1 : std::sqrt(sq / static_cast<double>(y.size()));
-  return random_epilogue_params(e, channels, mean, spread, seed);
+EpilogueParams verify_params(const Epilogue& e, const std::vector<int32_t>& y, const OutputDims& d, uint64_t seed) {
+  return fitted_epilogue_params(e, y.data(), d.N, d.C, d.H, d.W, seed);
 }
 
 void compare_output(const LayerBuffers& got, const ExpectedOutput& want, VerifyReport* rep) {
@@ -154,7 +149,7 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
   const std::vector<int16_t> W = random_operand(spec.w, static_cast<size_t>(s.M * s.K), seed);
   const std::vector<int16_t> X = random_operand(spec.x, static_cast<size_t>(s.N * s.K), seed ^ 0x9e3779b97f4a7c15ull);
   const std::vector<int32_t> y_ref = reference_apmm(W, X, s);
-  const EpilogueParams params = verify_params(spec.epilogue, y_ref, s.M, seed + 1);
+  const EpilogueParams params = verify_params(spec.epilogue, y_ref, ApmmRunner::dims(s.M, s.N), seed + 1);
   const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, ApmmRunner::dims(s.M, s.N));
 
   std::shared_ptr<Kernel> kernel = engine.kernel(with_tile_for(spec, apmm_problem(s)));
@@ -198,7 +193,7 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
   ConvRunner runner(kernel);
   const OutputDims dims = ConvRunner::dims(spec, g);
   const std::vector<int32_t> y_ref = reference_conv(g, W, X);
-  const EpilogueParams params = verify_params(spec.epilogue, y_ref, g.O, seed + 1);
+  const EpilogueParams params = verify_params(spec.epilogue, y_ref, {g.N, g.O, g.Ho(), g.Wo()}, seed + 1);
   const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, {g.N, g.O, g.Ho(), g.Wo()});
   const EpilogueDevice ep(spec.epilogue, params, g.O);
   DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);

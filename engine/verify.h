@@ -38,8 +38,9 @@ struct ExpectedOutput {
 };
 ExpectedOutput expected_output(const Epilogue& e, const EpilogueParams& p, const std::vector<int32_t>& y,
                                const OutputDims& dims_before);
-// Random chain parameters that spread y over the quantizer's levels (from y's mean and spread).
-EpilogueParams verify_params(const Epilogue& e, const std::vector<int32_t>& y, int64_t channels, uint64_t seed);
+// Random chain parameters that spread y (N, C, H, W) over the quantizer's levels
+// (fitted_epilogue_params).
+EpilogueParams verify_params(const Epilogue& e, const std::vector<int32_t>& y, const OutputDims& dims, uint64_t seed);
 // Counts the words of `got` that differ from `want` into rep (checked, mismatches, first).
 void compare_output(const LayerBuffers& got, const ExpectedOutput& want, VerifyReport* rep);
 

@@ -2,6 +2,7 @@
 // order the generated kernels perform them (templates/epilogue.cuh).
 #include "apnn/epilogue_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -131,15 +132,72 @@ EpilogueParams random_epilogue_params(const Epilogue& e, int64_t channels, doubl
       p.bias.push_back(static_cast<float>(-mean * s + uniform(-0.5, 0.5)));
     }
   if (const EpilogueOp* q = e.quantize()) {
-    // Spread +-1.5 spreads over the levels; signed levels are centred on the zero point,
-    // unsigned and pm1 levels start at it.
-    const double center = scaled ? 0.0 : mean, range = 3.0 * (scaled ? 1.0 : spread);
-    const double levels = static_cast<double>(1 << q->out.bits);
+    // The values reaching the quantizer lie about in [lo, hi]: +-1.5 after scale_bias, the
+    // int32 mean +-1.5 spreads without it, and relu cuts below 0. Unsigned and pm1 levels
+    // start at the zero point, signed levels are centred on it.
+    double lo = scaled ? -1.5 : mean - 1.5 * spread, hi = scaled ? 1.5 : mean + 1.5 * spread;
+    if (e.has(EpilogueOpKind::Relu)) {
+      lo = std::max(lo, 0.0);
+      hi = std::max(hi, lo + (scaled ? 1.0 : spread));
+    }
+    const double range = hi - lo, levels = static_cast<double>(1 << q->out.bits);
     const int64_t n = q->scale == QuantScale::PerChannel ? channels : 1;
     for (int64_t i = 0; i < n; ++i) {
       p.q_scale.push_back(static_cast<float>(range / levels * uniform(0.6, 1.0)));
-      const double zero = q->out.enc == Encoding::Signed ? center : center - range / 2;
+      const double zero = q->out.enc == Encoding::Signed ? (lo + hi) / 2 : lo;
       p.q_zero.push_back(static_cast<float>(zero + uniform(-0.1, 0.1) * range));
+    }
+  }
+  return p;
+}
+
+namespace {
+
+std::vector<double> values_of(const EpilogueResult& r) {
+  std::vector<double> v;
+  if (r.type == OutputType::Float32) v.assign(r.f32.begin(), r.f32.end());
+  else v.assign(r.i32.begin(), r.i32.end());
+  return v;
+}
+
+}  // namespace
+
+EpilogueParams fitted_epilogue_params(const Epilogue& e, const int32_t* y, int64_t N, int64_t C, int64_t H, int64_t W,
+                                      uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](double lo, double hi) { return lo + (hi - lo) * static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+  EpilogueParams p;
+  Epilogue before_sb, before_q;
+  bool seen_sb = false;
+  for (const EpilogueOp& op : e.ops) {
+    if (op.kind == EpilogueOpKind::ScaleBias) seen_sb = true;
+    if (!seen_sb) before_sb.ops.push_back(op);
+    if (op.kind != EpilogueOpKind::Quantize) before_q.ops.push_back(op);
+  }
+  if (seen_sb) {
+    const std::vector<double> v = values_of(epilogue_reference(before_sb, {}, y, N, C, H, W));
+    double mean = 0, sq = 0;
+    for (double x : v) mean += x;
+    mean /= static_cast<double>(std::max<size_t>(v.size(), 1));
+    for (double x : v) sq += (x - mean) * (x - mean);
+    const double spread = v.empty() || sq == 0 ? 1.0 : std::sqrt(sq / static_cast<double>(v.size()));
+    for (int64_t o = 0; o < C; ++o) {
+      const double s = uniform(0.5, 1.5) / spread;
+      p.scale.push_back(static_cast<float>(s));
+      p.bias.push_back(static_cast<float>(-mean * s + uniform(-0.5, 0.5)));
+    }
+  }
+  if (const EpilogueOp* q = e.quantize()) {
+    std::vector<double> v = values_of(epilogue_reference(before_q, p, y, N, C, H, W));
+    std::sort(v.begin(), v.end());
+    double lo = v.empty() ? 0 : v[v.size() * 2 / 100], hi = v.empty() ? 1 : v[v.size() * 98 / 100];
+    if (!(hi > lo)) hi = lo + 1;
+    const double range = hi - lo, levels = static_cast<double>(1 << q->out.bits);
+    const int64_t n = q->scale == QuantScale::PerChannel ? C : 1;
+    for (int64_t i = 0; i < n; ++i) {
+      p.q_scale.push_back(static_cast<float>(range / levels * uniform(0.8, 1.0)));
+      const double zero = q->out.enc == Encoding::Signed ? (lo + hi) / 2 : lo;
+      p.q_zero.push_back(static_cast<float>(zero + uniform(-0.05, 0.05) * range));
     }
   }
   return p;

@@ -147,7 +147,7 @@ TEST_CASE("a quantized layer's packed output is the next layer's input, without 
   const std::vector<int16_t> W1 = random_operand(s1.w, static_cast<size_t>(g1.O * g1.C * 9), 1);
   const std::vector<int16_t> X1 = random_operand(s1.x, static_cast<size_t>(g1.N * g1.C * g1.H * g1.W), 2);
   const std::vector<int32_t> y1 = reference_conv(g1, W1, X1);
-  const EpilogueParams params = verify_params(s1.epilogue, y1, g1.O, 3);
+  const EpilogueParams params = verify_params(s1.epilogue, y1, {g1.N, g1.O, g1.Ho(), g1.Wo()}, 3);
   const EpilogueResult q1 = epilogue_reference(s1.epilogue, params, y1.data(), g1.N, g1.O, g1.Ho(), g1.Wo());
   const ConvGeometry g2{q1.N, q1.C, q1.H, q1.W, 80, 3, 3, 1, 1, 1, 1};
   const std::vector<int16_t> W2 = random_operand(s2.w, static_cast<size_t>(g2.O * g2.C * 9), 4);
@@ -186,7 +186,7 @@ TEST_CASE("a quantized layer's packed output is the next layer's input, without 
   const std::vector<int16_t> A = random_operand(m1.w, static_cast<size_t>(a1.M * a1.K), 5);
   const std::vector<int16_t> B = random_operand(m1.x, static_cast<size_t>(a1.N * a1.K), 6);
   const std::vector<int32_t> z1 = reference_apmm(A, B, a1);
-  const EpilogueParams mp = verify_params(m1.epilogue, z1, a1.M, 7);
+  const EpilogueParams mp = verify_params(m1.epilogue, z1, ApmmRunner::dims(a1.M, a1.N), 7);
   const EpilogueResult qz = epilogue_reference(m1.epilogue, mp, z1.data(), 1, a1.M, 1, a1.N);  // values (M, N)
   std::vector<int16_t> x2(static_cast<size_t>(a1.N * a1.M));  // next X: (N, K' = M)
   for (int64_t m = 0; m < a1.M; ++m)

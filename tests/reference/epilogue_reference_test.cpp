@@ -13,6 +13,7 @@
 #include "apnn/epilogue.h"
 #include "apnn/epilogue_reference.h"
 #include "apnn/error.h"
+#include "spec/epilogue.h"
 
 namespace {
 
@@ -364,4 +365,25 @@ TEST_CASE("epilogue reference: random parameters pass the checks and spread 2-bi
   CHECK_NOTHROW(apnn::check_epilogue_params(chain({scale_bias(), relu()}), sb, 4));
   const EpilogueParams none = apnn::random_epilogue_params(chain({relu()}), 4, 0.0, 1.0, 3);
   CHECK((none.scale.empty() && none.bias.empty() && none.q_scale.empty() && none.q_zero.empty()));
+}
+
+TEST_CASE("fitted_epilogue_params: every chain's quantized outputs use all its levels, whatever the data's offset") {
+  const char* const chains[] = {
+      R"([{"op":"quantize","bits":2,"enc":"unsigned"}])",
+      R"([{"op":"scale_bias"},{"op":"relu"},{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])",
+      R"([{"op":"relu"},{"op":"pool","kind":"max","size":3,"stride":2},{"op":"scale_bias"},{"op":"quantize","bits":2,"enc":"pm1"}])",
+      R"([{"op":"relu"},{"op":"scale_bias"},{"op":"quantize","bits":3,"enc":"pm1","scale":"per_channel"}])",
+      R"([{"op":"scale_bias"},{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])"};
+  // A strongly negative mean (signed weights x unsigned activations): relu leaves a quarter.
+  std::vector<int32_t> y(2 * 8 * 10 * 10);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = -300 + static_cast<int32_t>((i * 7919) % 401);
+  for (const char* c : chains) {
+    INFO(c);
+    const apnn::Epilogue e = apnn::parse_epilogue(nlohmann::json::parse(c), true, "test");
+    const apnn::EpilogueParams p = apnn::fitted_epilogue_params(e, y.data(), 2, 8, 10, 10, 5);
+    CHECK_NOTHROW(apnn::check_epilogue_params(e, p, 8));
+    const apnn::EpilogueResult r = apnn::epilogue_reference(e, p, y.data(), 2, 8, 10, 10);
+    const std::set<int16_t> levels(r.values.begin(), r.values.end());
+    CHECK(static_cast<int>(levels.size()) >= (1 << e.quantize()->out.bits) - 1);
+  }
 }
