@@ -119,38 +119,6 @@ EpilogueResult epilogue_reference(const Epilogue& e, const EpilogueParams& p, co
   return r;
 }
 
-EpilogueParams random_epilogue_params(const Epilogue& e, int64_t channels, double mean, double spread, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto uniform = [&](double lo, double hi) { return lo + (hi - lo) * static_cast<double>(rng() >> 11) * 0x1.0p-53; };
-  spread = spread > 0 ? spread : 1.0;
-  EpilogueParams p;
-  const bool scaled = e.has(EpilogueOpKind::ScaleBias);
-  if (scaled)  // normalize to about mean 0, spread 1 (a folded batch norm)
-    for (int64_t o = 0; o < channels; ++o) {
-      const double s = uniform(0.5, 1.5) / spread;
-      p.scale.push_back(static_cast<float>(s));
-      p.bias.push_back(static_cast<float>(-mean * s + uniform(-0.5, 0.5)));
-    }
-  if (const EpilogueOp* q = e.quantize()) {
-    // The values reaching the quantizer lie about in [lo, hi]: +-1.5 after scale_bias, the
-    // int32 mean +-1.5 spreads without it, and relu cuts below 0. Unsigned and pm1 levels
-    // start at the zero point, signed levels are centred on it.
-    double lo = scaled ? -1.5 : mean - 1.5 * spread, hi = scaled ? 1.5 : mean + 1.5 * spread;
-    if (e.has(EpilogueOpKind::Relu)) {
-      lo = std::max(lo, 0.0);
-      hi = std::max(hi, lo + (scaled ? 1.0 : spread));
-    }
-    const double range = hi - lo, levels = static_cast<double>(1 << q->out.bits);
-    const int64_t n = q->scale == QuantScale::PerChannel ? channels : 1;
-    for (int64_t i = 0; i < n; ++i) {
-      p.q_scale.push_back(static_cast<float>(range / levels * uniform(0.6, 1.0)));
-      const double zero = q->out.enc == Encoding::Signed ? (lo + hi) / 2 : lo;
-      p.q_zero.push_back(static_cast<float>(zero + uniform(-0.1, 0.1) * range));
-    }
-  }
-  return p;
-}
-
 namespace {
 
 std::vector<double> values_of(const EpilogueResult& r) {

@@ -27,11 +27,8 @@ EpilogueResult epilogue_reference(const Epilogue& e, const EpilogueParams& p, co
 // the sizes when the window does not fit.
 void pooled_size(const Epilogue& e, int64_t H, int64_t W, int64_t* Hp, int64_t* Wp);
 
-// Parameters that spread a layer's outputs over the quantizer's levels, for tests and
-// verification, given the int32 outputs' mean and spread (standard deviation).
-EpilogueParams random_epilogue_params(const Epilogue& e, int64_t channels, double mean, double spread, uint64_t seed);
-
-// The same, fitted to the data: scale_bias normalizes the values that reach it (after any
+// Random parameters that spread a layer's outputs over the quantizer's levels, for tests and
+// verification, fitted to the data y (N, C, H, W): scale_bias normalizes the values that reach it (after any
 // ops before it) to about mean 0, spread 1 with random per-channel jitter, and the
 // quantizer's levels span the 2nd..98th percentile of the values that reach it.
 EpilogueParams fitted_epilogue_params(const Epilogue& e, const int32_t* y, int64_t N, int64_t C, int64_t H, int64_t W,

@@ -311,7 +311,7 @@ TEST_CASE("epilogue reference: parameters are checked") {
   check_invalid_input([] { run(chain({relu()}), {{}, {}, {1.0f}, {0.0f}}, {1}, 1, 1, 1, 1); }, {"'q_scale'", "no quantize"});
 }
 
-TEST_CASE("epilogue reference: random parameters pass the checks and spread 2-bit outputs over the levels") {
+TEST_CASE("fitted_epilogue_params: parameters pass the checks and spread 2-bit outputs over the levels") {
   const std::vector<std::pair<const char*, Epilogue>> chains = {
       {"quantize unsigned", chain({quantize(2, Encoding::Unsigned)})},
       {"quantize signed", chain({quantize(2, Encoding::Signed)})},
@@ -331,7 +331,11 @@ TEST_CASE("epilogue reference: random parameters pass the checks and spread 2-bi
   for (const auto& [name, e] : chains)
     for (const auto& m : moments) {
       INFO(name << ", mean " << m.mean << ", spread " << m.spread);
-      const EpilogueParams p = apnn::random_epilogue_params(e, C, m.mean, m.spread, 42);
+      std::mt19937_64 rng(7);
+      std::normal_distribution<double> dist(m.mean, m.spread > 0 ? m.spread : 1.0);
+      std::vector<int32_t> y(static_cast<size_t>(C * H * W));
+      for (auto& v : y) v = m.spread > 0 ? static_cast<int32_t>(std::lround(dist(rng))) : static_cast<int32_t>(m.mean);
+      const EpilogueParams p = apnn::fitted_epilogue_params(e, y.data(), 1, C, H, W, 42);
       CHECK_NOTHROW(apnn::check_epilogue_params(e, p, C));
       const bool scaled = e.has(EpilogueOpKind::ScaleBias);
       CHECK(p.scale.size() == static_cast<size_t>(scaled ? C : 0));
@@ -340,10 +344,6 @@ TEST_CASE("epilogue reference: random parameters pass the checks and spread 2-bi
       CHECK(p.q_scale.size() == q_len);
       CHECK(p.q_zero.size() == q_len);
       if (m.spread == 0.0) continue;  // a constant tensor has one level; only the parameters are checked
-      std::mt19937_64 rng(7);
-      std::normal_distribution<double> dist(m.mean, m.spread);
-      std::vector<int32_t> y(static_cast<size_t>(C * H * W));
-      for (auto& v : y) v = static_cast<int32_t>(std::lround(dist(rng)));
       const EpilogueResult r = apnn::epilogue_reference(e, p, y.data(), 1, C, H, W);
       const std::set<int16_t> levels(r.values.begin(), r.values.end());
       INFO("levels used: " << levels.size());
@@ -353,17 +353,19 @@ TEST_CASE("epilogue reference: random parameters pass the checks and spread 2-bi
     }
   // Deterministic in the seed, different across seeds; chains without quantize get no quantizer.
   const Epilogue e = chain({scale_bias(), relu(), quantize(3, Encoding::Signed, QuantScale::PerChannel)});
-  const EpilogueParams a = apnn::random_epilogue_params(e, 16, 100.0, 10.0, 1);
-  const EpilogueParams b = apnn::random_epilogue_params(e, 16, 100.0, 10.0, 1);
-  const EpilogueParams c = apnn::random_epilogue_params(e, 16, 100.0, 10.0, 2);
+  std::vector<int32_t> y(16 * 4);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = 100 + static_cast<int32_t>(i % 21) - 10;
+  const EpilogueParams a = apnn::fitted_epilogue_params(e, y.data(), 1, 16, 2, 2, 1);
+  const EpilogueParams b = apnn::fitted_epilogue_params(e, y.data(), 1, 16, 2, 2, 1);
+  const EpilogueParams c = apnn::fitted_epilogue_params(e, y.data(), 1, 16, 2, 2, 2);
   CHECK((a.scale == b.scale && a.bias == b.bias && a.q_scale == b.q_scale && a.q_zero == b.q_zero));
   CHECK((a.scale != c.scale && a.q_scale != c.q_scale));
-  const EpilogueParams sb = apnn::random_epilogue_params(chain({scale_bias(), relu()}), 4, 0.0, 1.0, 3);
+  const EpilogueParams sb = apnn::fitted_epilogue_params(chain({scale_bias(), relu()}), y.data(), 1, 4, 4, 4, 3);
   CHECK(sb.scale.size() == 4);
   CHECK(sb.q_scale.empty());
   CHECK(sb.q_zero.empty());
   CHECK_NOTHROW(apnn::check_epilogue_params(chain({scale_bias(), relu()}), sb, 4));
-  const EpilogueParams none = apnn::random_epilogue_params(chain({relu()}), 4, 0.0, 1.0, 3);
+  const EpilogueParams none = apnn::fitted_epilogue_params(chain({relu()}), y.data(), 1, 4, 4, 4, 3);
   CHECK((none.scale.empty() && none.bias.empty() && none.q_scale.empty() && none.q_zero.empty()));
 }
 
