@@ -1,4 +1,4 @@
-// Runs the built `apnn` binary (APNN_CLI_PATH) from a test: stdout and stderr captured
+// Runs the built `apnn` binary (APNN_CLI_PATH, or $APNN_CLI) from a test: stdout and stderr captured
 // through files (so stderr is not a terminal), a private cache, killed after 60 s.
 #pragma once
 #include <fcntl.h>
@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -37,7 +38,9 @@ inline CliResult run_apnn(const std::vector<std::string>& args, const std::files
   std::vector<char*> envp, argv;
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> argv_store = {APNN_CLI_PATH};
+  // APNN_CLI overrides the build's path: binaries carried to a GPU machine run from elsewhere.
+  const char* cli = std::getenv("APNN_CLI");
+  std::vector<std::string> argv_store = {cli && *cli ? cli : APNN_CLI_PATH};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   for (auto& s : argv_store) argv.push_back(s.data());
   argv.push_back(nullptr);
