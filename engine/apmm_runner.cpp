@@ -70,7 +70,8 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: N={} needs {} column tiles of {}, above the grid limit 65535", N,
                                                      d.grid_y, t.bn));
   d.block_x = 32 * t.warps_m * t.warps_n;
-  d.smem_bytes = static_cast<unsigned>(rules::shared_bytes(t, s.w, s.x));
+  d.smem_bytes = static_cast<unsigned>(rules::use_wgmma(s, kernel_->compiled.arch) ? rules::wgmma_shared_bytes(t, s.w, s.x)
+                                                                                     : rules::shared_bytes(t, s.w, s.x));
   return d;
 }
 
