@@ -27,7 +27,8 @@ __device__ __forceinline__ u64 wgmma_desc(u32 saddr, u32 lbo_bytes, u32 sbo_byte
          (static_cast<u64>((sbo_bytes >> 4) & 0x3FFF) << 32) | (swizzle << 62);
 }
 
-// D(64 x N) += popc(A(64 x 256) & B(N x 256)), A and B K-major in shared memory. D is the
+// D(64 x N) = popc(A(64 x 256) & B(N x 256)) + (accumulate ? D : 0), A and B K-major in
+// shared memory. D is the
 // warpgroup's accumulator fragment: per 8-column chunk i, d[i][0..3] = (g, 2t), (g, 2t+1),
 // (g+8, 2t), (g+8, 2t+1) of the warp's 16 rows (g = lane/4, t = lane%4).
 template <int N>
@@ -42,13 +43,13 @@ for n in NS:
     parts.append(f'''
 template <>
 struct WgmmaB1<{n}> {{
-  static __device__ __forceinline__ void mma(i32 (&d)[{n // 8}][4], u64 desc_a, u64 desc_b) {{
+  static __device__ __forceinline__ void mma(i32 (&d)[{n // 8}][4], u64 desc_a, u64 desc_b, int accumulate) {{
     asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 2}, 0;\\n"
         "wgmma.mma_async.sync.aligned.m64n{n}k256.s32.b1.b1.and.popc "
         "{{{regs}}}, %{r}, %{r + 1}, p;\\n}}\\n"
         : {outs}
-        : "l"(desc_a), "l"(desc_b));
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
   }}
 }};
 ''')

@@ -16,10 +16,12 @@
 // (callers allocate kSmemSlack extra bytes). One K step of 256 bits is 32 bytes of a row:
 // the descriptor's start address advances by 32 bytes inside the swizzle atom.
 //
-// Pipeline: kStages slots filled by cp.async (zero-fill past M, N and K). Step kt waits for
+// Pipeline: kStages slots filled by cp.async (zero-fill past M, N and K). Step i waits for
 // its slot, issues all p*q plane-pair wgmmas of the slot, commits, then waits until step
-// kt-1's wgmmas are done (wait_group 1) and refills kt-1's slot after a barrier, so the
-// tensor cores always have one step queued while the copies of kStages-1 steps fly.
+// i-1's wgmmas are done (wait_group 1) and refills i-1's slot after a barrier, so the
+// tensor cores always have one step queued while the copies of kStages-1 steps fly. The
+// grid is persistent (at most a wave of blocks), and the steps of a block's successive
+// tiles form one pipeline.
 #pragma once
 #include "apnn_types.cuh"
 #include "ptx_sm80.cuh"
@@ -75,8 +77,45 @@ struct GemmSm90a {
     }
   }
 
-  // Problem: as GemmSm80::run (a_planes, a_plane_stride, a_rows, a_ld, k_words, load_b,
-  // store), with load_b writing this core's layout.
+  // Pins the accumulators in place: the compiler may not move a read of them across this
+  // point (a read hoisted above a wgmma wait would serialize every wgmma, ptxas C7514).
+  static __device__ __forceinline__ void fence_acc(i32 (&acc)[T::kGroups][kMI][kNI][4]) {
+#pragma unroll
+    for (int grp = 0; grp < T::kGroups; ++grp)
+#pragma unroll
+      for (int ni = 0; ni < kNI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(acc[grp][0][ni][e])::"memory");
+  }
+
+  // Whether plane pair (s, t) is the first, in issue order, of its accumulator set: its
+  // wgmma at a tile's first K step overwrites instead of accumulating (no zeroing moves,
+  // which would make ptxas wait for the wgmmas in flight).
+  static __device__ constexpr bool first_of_group(int s, int t) {
+    for (int i = 0; i < s * T::kXBits + t; ++i)
+      if (T::group_of(i / T::kXBits, i % T::kXBits) == T::group_of(s, t)) return false;
+    return true;
+  }
+
+  static __device__ __forceinline__ void zero_acc(i32 (&acc)[T::kGroups][kMI][kNI][4]) {
+#pragma unroll
+    for (int grp = 0; grp < T::kGroups; ++grp)
+#pragma unroll
+      for (int ni = 0; ni < kNI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[grp][0][ni][e] = 0;
+  }
+
+  // Output tiles, M fastest: ceil(M/kBM) * ceil(N/kBN).
+  static __host__ __device__ __forceinline__ int tiles(int M, int N) {
+    return ((M + T::kBM - 1) / T::kBM) * ((N + T::kBN - 1) / T::kBN);
+  }
+
+  // Persistent: block b computes tiles b, b + gridDim.x, ... (any 1-D grid works). The
+  // (tile, K step) sequence is one pipeline, so the next tile's first stages load while
+  // this one finishes and stores. Problem: as GemmSm80::run (a_planes, a_plane_stride,
+  // a_rows, a_ld, k_words, load_b, store) plus N, the rows of B; load_b writes this core's
+  // layout.
   template <class Problem>
   static __device__ __forceinline__ void run(u32* smem_raw, const Problem& prob) {
     const u32 raw_addr = ptx::smem_addr(smem_raw);
@@ -88,13 +127,22 @@ struct GemmSm90a {
     const int wg = warp >> 2;
     const int wg_m = wg / kWgN, wg_n = wg % kWgN;
     const int g = lane >> 2, tig = lane & 3;
-    const int m0 = blockIdx.x * T::kBM, n0 = blockIdx.y * T::kBN;
+    const int tiles_m = (prob.a_rows + T::kBM - 1) / T::kBM;
+    const int ntiles = tiles(prob.a_rows, prob.N);
     const int ktiles = (prob.k_words + kRowWords - 1) / kRowWords;
+    if (static_cast<int>(blockIdx.x) >= ntiles || ktiles == 0) return;
+    const int steps = ((ntiles - 1 - static_cast<int>(blockIdx.x)) / static_cast<int>(gridDim.x) + 1) * ktiles;
 
-    auto load_stage = [&](int slot, int kt) {
+    int ld_tile = blockIdx.x, ld_kt = 0;  // the next (tile, K step) to load
+    auto load_next = [&](int slot) {
+      const int m0 = (ld_tile % tiles_m) * T::kBM, n0 = (ld_tile / tiles_m) * T::kBN;
       u32* st = reinterpret_cast<u32*>(smem + slot * kStageBytes);
-      load_operand<kRowsA, T::kBM>(st, prob.a_planes, prob.a_plane_stride, prob.a_rows, m0, prob.a_ld, kt * kRowWords);
-      prob.load_b(reinterpret_cast<u32*>(smem + slot * kStageBytes + kRowsA * kRowBytes), n0, kt * kRowWords);
+      load_operand<kRowsA, T::kBM>(st, prob.a_planes, prob.a_plane_stride, prob.a_rows, m0, prob.a_ld, ld_kt * kRowWords);
+      prob.load_b(reinterpret_cast<u32*>(smem + slot * kStageBytes + kRowsA * kRowBytes), n0, ld_kt * kRowWords);
+      if (++ld_kt == ktiles) {
+        ld_kt = 0;
+        ld_tile += gridDim.x;
+      }
     };
 
     // Descriptors of this warpgroup's slices in slot 0 at K step 0; other slots, planes and
@@ -103,43 +151,45 @@ struct GemmSm90a {
     const u64 desc_b = ptx::wgmma_desc(smem_base + kRowsA * kRowBytes + wg_n * kWN * kRowBytes, 16, 8 * kRowBytes, kSwizzle);
 
     i32 acc[T::kGroups][kMI][kNI][4];
-#pragma unroll
-    for (int grp = 0; grp < T::kGroups; ++grp)
-#pragma unroll
-      for (int ni = 0; ni < kNI; ++ni)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[grp][0][ni][e] = 0;
+    zero_acc(acc);
 
 #pragma unroll
     for (int st = 0; st < T::kStages - 1; ++st) {
-      if (st < ktiles) load_stage(st, st);
+      if (st < steps) load_next(st);
       ptx::cp_async_commit();
     }
-    for (int kt = 0; kt < ktiles; ++kt) {
-      ptx::cp_async_wait<T::kStages - 2>();
-      ptx::fence_proxy_async();
-      __syncthreads();  // slot kt landed, from every thread, visible to the tensor cores
-      const u64 slot = static_cast<u64>((kt % T::kStages) * (kStageBytes >> 4));
-      ptx::wgmma_fence();
+    int i = 0;  // steps done, over all of this block's tiles
+    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+      for (int kt = 0; kt < ktiles; ++kt, ++i) {
+        ptx::cp_async_wait<T::kStages - 2>();
+        ptx::fence_proxy_async();
+        __syncthreads();  // step i landed, from every thread, visible to the tensor cores
+        const u64 slot = static_cast<u64>((i % T::kStages) * (kStageBytes >> 4));
+        fence_acc(acc);
+        ptx::wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < kKSteps; ++ks)
+        for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
-        for (int s = 0; s < T::kWBits; ++s)
+          for (int s = 0; s < T::kWBits; ++s)
 #pragma unroll
-          for (int t = 0; t < T::kXBits; ++t) {
-            const u64 da = desc_a + slot + static_cast<u64>((s * T::kBM * kRowBytes + ks * 32) >> 4);
-            const u64 db = desc_b + slot + static_cast<u64>((t * T::kBN * kRowBytes + ks * 32) >> 4);
-            ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], da, db);
-          }
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<1>();  // this warpgroup's step kt-1 is done
-      __syncthreads();       // everyone's is: slot (kt-1) % kStages may be refilled
-      const int next = kt + T::kStages - 1;
-      if (next < ktiles) load_stage(next % T::kStages, next);
-      ptx::cp_async_commit();
+            for (int t = 0; t < T::kXBits; ++t) {
+              const u64 da = desc_a + slot + static_cast<u64>((s * T::kBM * kRowBytes + ks * 32) >> 4);
+              const u64 db = desc_b + slot + static_cast<u64>((t * T::kBN * kRowBytes + ks * 32) >> 4);
+              ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], da, db, ks > 0 || !first_of_group(s, t) || kt > 0);
+            }
+        ptx::wgmma_commit();
+        fence_acc(acc);
+        ptx::wgmma_wait<1>();  // this warpgroup's step i-1 is done
+        __syncthreads();       // everyone's is: slot (i-1) % kStages may be refilled
+        if (i + T::kStages - 1 < steps) load_next((i + T::kStages - 1) % T::kStages);
+        ptx::cp_async_commit();
+      }
+      // Store the tile while the next tile's first stages load.
+      ptx::wgmma_wait<0>();
+      fence_acc(acc);
+      prob.store(acc, (tile % tiles_m) * T::kBM + wg_m * 64 + (warp & 3) * 16, (tile / tiles_m) * T::kBN + wg_n * kWN, g,
+                 tig);
     }
-    ptx::wgmma_wait<0>();
-    prob.store(acc, m0 + wg_m * 64 + (warp & 3) * 16, n0 + wg_n * kWN, g, tig);
   }
 };
 

@@ -143,7 +143,10 @@ TEST_CASE("sm_90a wgmma core: bit-exact for every encoding pair on shapes that a
     }
   prewarm(specs, "sm_90a");
   Engine engine;
-  const ApmmShape shapes[] = {{1, 1, 1}, {7, 13, 300}, {333, 517, 1000}, {128, 256, 4096}, {129, 65, 1025}};
+  // The last two have more tiles than the persistent grid has blocks: blocks run several tiles,
+  // with one K step each (K=130) and with several.
+  const ApmmShape shapes[] = {{1, 1, 1},       {7, 13, 300},    {333, 517, 1000}, {128, 256, 4096},
+                              {129, 65, 1025}, {4100, 1100, 130}, {300, 2000, 1100}};
   uint64_t cases = 0, mismatches = 0, seed = 9000;
   for (const KernelSpec& s : specs) {
     REQUIRE(rules::use_wgmma(canonicalize(s), "sm_90a"));
