@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
         spec.x = parse_format(pr.substr(pr.find(':') + 1));
         Tile wt;
         if (!tile_json.empty()) {
-          KernelSpec t = parse_spec_text(fmt::format(R"({{"op":"apmm","w_bits":{},"x_bits":{},"tile":{}}})", spec.w.bits,
+          KernelSpec t = parse_spec_text(fmt::format(R"({{"op":"apmm","w_bits":{},"w_enc":"unsigned","x_bits":{},"x_enc":"unsigned","tile":{}}})", spec.w.bits,
                                                      spec.x.bits, tile_json));
           wt = *t.tile;
         } else if (!rules::wgmma_tile(&wt, spec.w, spec.x)) {
