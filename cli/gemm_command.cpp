@@ -6,6 +6,7 @@
 #include "apnn/error.h"
 #include "apnn/npy.h"
 #include "cli/commands.h"
+#include "cli/layer_io.h"
 #include "engine/operand_check.h"
 
 namespace apnn::cli {
@@ -33,14 +34,14 @@ std::vector<int16_t> load_operand(const std::string& path, const char* name, con
 }  // namespace
 
 void add_gemm(CLI::App& app, Action* action) {
-  auto* cmd = app.add_subcommand("gemm", "Y = W . X^T on the GPU: W (M,K), X (N,K) integer .npy; Y (M,N) int32 .npy");
+  auto* cmd = app.add_subcommand("gemm", "Y = W . X^T on the GPU, then the spec's epilogue: W (M,K), X (N,K) integer .npy");
   auto spec_path = std::make_shared<std::string>();
   auto w_path = std::make_shared<std::string>(), x_path = std::make_shared<std::string>();
-  auto out_path = std::make_shared<std::string>();
+  auto files = std::make_shared<LayerFiles>();
   cmd->add_option("spec", *spec_path, "kernel spec (JSON file)")->required();
   cmd->add_option("--w", *w_path, "weights W, shape (M, K)")->required();
   cmd->add_option("--x", *x_path, "activations X, shape (N, K)")->required();
-  cmd->add_option("--out", *out_path, "output Y, shape (M, N), int32")->required();
+  add_layer_options(cmd, files.get(), "output Y (M, N): int32, float32 after scale_bias, or packed planes (q, N, words)");
   cmd->callback([=] {
     *action = [=] {
       const KernelSpec spec = load_spec_file(*spec_path);
@@ -52,24 +53,25 @@ void add_gemm(CLI::App& app, Action* action) {
       if (xs[1] != ws[1])
         throw Error(ErrorKind::InvalidInput, fmt::format("mismatched K: {} is ({}, {}) but {} is ({}, {})", *w_path, ws[0],
                                                          ws[1], *x_path, xs[0], xs[1]));
+      const EpilogueParams params = load_epilogue_params(spec.epilogue, *files);
       const ApmmShape s{ws[0], xs[0], ws[1]};
       Engine engine;
-      const std::vector<int32_t> Y = apmm(engine, spec, W.data(), X.data(), s);
-      write_npy_int32(*out_path, {s.M, s.N}, Y.data());  // atomic: no half-written file on failure
+      write_layer_output(apmm_layer(engine, spec, W.data(), X.data(), s, params), *files);  // atomic files
       return 0;
     };
   });
 }
 
 void add_conv(CLI::App& app, Action* action) {
-  auto* cmd = app.add_subcommand("conv", "APConv on the GPU: W (O,C,Kh,Kw), X (N,C,H,W) integer .npy; Y (N,O,Ho,Wo) int32");
+  auto* cmd = app.add_subcommand("conv", "APConv on the GPU, then the spec's epilogue: W (O,C,Kh,Kw), X (N,C,H,W) integer .npy");
   auto spec_path = std::make_shared<std::string>();
   auto w_path = std::make_shared<std::string>(), x_path = std::make_shared<std::string>();
-  auto out_path = std::make_shared<std::string>();
+  auto files = std::make_shared<LayerFiles>();
   cmd->add_option("spec", *spec_path, "kernel spec (JSON file, op apconv)")->required();
   cmd->add_option("--w", *w_path, "weights W, shape (O, C, Kh, Kw)")->required();
   cmd->add_option("--x", *x_path, "activations X, shape (N, C, H, W)")->required();
-  cmd->add_option("--out", *out_path, "output Y, shape (N, O, Ho, Wo), int32")->required();
+  add_layer_options(cmd, files.get(),
+                    "output Y (N, O, Ho', Wo'): int32, float32 after scale_bias, or packed planes (N, q, Ho', Wo', words)");
   cmd->callback([=] {
     *action = [=] {
       const KernelSpec spec = load_spec_file(*spec_path);
@@ -84,12 +86,10 @@ void add_conv(CLI::App& app, Action* action) {
       if (ws[2] != spec.conv.kh || ws[3] != spec.conv.kw)
         throw Error(ErrorKind::InvalidInput, fmt::format("{}: kernel is {}x{} but the spec says {}x{}", *w_path, ws[2], ws[3],
                                                          spec.conv.kh, spec.conv.kw));
+      const EpilogueParams params = load_epilogue_params(spec.epilogue, *files);
       const ConvShape s{xs[0], xs[1], xs[2], xs[3], ws[0]};
       Engine engine;
-      const std::vector<int32_t> Y = apconv(engine, spec, W.data(), X.data(), s);
-      const ConvGeometry g = {s.N, s.C, s.H, s.W, s.O, spec.conv.kh, spec.conv.kw, spec.conv.sh,
-                              spec.conv.sw, spec.conv.ph, spec.conv.pw};
-      write_npy_int32(*out_path, {s.N, s.O, g.Ho(), g.Wo()}, Y.data());
+      write_layer_output(apconv_layer(engine, spec, W.data(), X.data(), s, params), *files);
       return 0;
     };
   });

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   apnn::cli::add_tune(app, &action);
   apnn::cli::add_cache(app, &action);
   apnn::cli::add_prewarm(app, &action);
+  apnn::cli::add_bench(app, &action);
   if (unknown_command(app, argc, argv, 1)) return 2;
   try {
     app.parse(argc, argv);

@@ -1,15 +1,18 @@
 #include "apnn/engine.h"
-#include "engine/tile_choice.h"
 #include "engine/conv_runner.h"
+#include "engine/layer_result.h"
 #include "engine/operand_check.h"
+#include "engine/tile_choice.h"
 
 namespace apnn {
 
-std::vector<int32_t> apconv(Engine& engine, const KernelSpec& spec, const int16_t* W, const int16_t* X,
-                            const ConvShape& shape) {
+LayerResult apconv_layer(Engine& engine, const KernelSpec& spec, const int16_t* W, const int16_t* X, const ConvShape& shape,
+                         const EpilogueParams& params) {
   const ConvGeometry g = conv_geometry(spec, shape);
   check_operand_values("W", spec.w, W, g.O, g.C * g.kh * g.kw);
   check_operand_values("X", spec.x, X, g.N, g.C * g.H * g.W);
+  const OutputDims dims = ConvRunner::dims(spec, g);  // a pool window that does not fit: before any GPU work
+  const EpilogueDevice ep(spec.epilogue, params, g.O);
   ConvRunner runner(engine.kernel(with_tile_for(spec, conv_problem(spec, shape))));
   DeviceBuffer w(static_cast<size_t>(g.O * g.C * g.kh * g.kw) * 2), x(static_cast<size_t>(g.N * g.C * g.H * g.W) * 2);
   w.upload(W, w.bytes());
@@ -17,11 +20,17 @@ std::vector<int32_t> apconv(Engine& engine, const KernelSpec& spec, const int16_
   const PackedConvWeights pw = runner.pack_w(w, g);
   const PackedConvActivations px = runner.pack_x(x, g);
   const int64_t pixels = g.N * g.Ho() * g.Wo();
-  DeviceBuffer y(static_cast<size_t>(pixels * g.O) * 4), colsum(static_cast<size_t>(pixels) * 4),
-      nvalid(static_cast<size_t>(pixels) * 4);
-  runner.conv(pw, px, g, y, colsum, nvalid);
+  LayerBuffers out = EpilogueDevice::allocate(spec.epilogue, dims);
+  DeviceBuffer colsum(static_cast<size_t>(pixels) * 4), nvalid(static_cast<size_t>(pixels) * 4);
+  runner.conv(pw, px, g, ep, out, colsum, nvalid);
   synchronize(runner.kernel().module->context());
-  return y.to_vector<int32_t>(static_cast<size_t>(pixels * g.O));
+  return download_layer(spec.epilogue, dims, out, {dims.N, dims.C, dims.H, dims.W});
+}
+
+std::vector<int32_t> apconv(Engine& engine, const KernelSpec& spec, const int16_t* W, const int16_t* X,
+                            const ConvShape& shape) {
+  require_int32_output(spec, "apconv");
+  return apconv_layer(engine, spec, W, X, shape).i32;
 }
 
 }  // namespace apnn

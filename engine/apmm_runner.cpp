@@ -103,16 +103,18 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: N={} needs {} column tiles of {}, above the grid limit 65535", N,
                                                      d.grid_y, t.bn));
   d.block_x = 32 * t.warps_m * t.warps_n;
-  d.smem_bytes = static_cast<unsigned>(rules::shared_bytes(t, s.w, s.x));
+  d.smem_bytes = static_cast<unsigned>(rules::kernel_shared_bytes(t, s));
   return d;
 }
 
-void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, DeviceBuffer& y) {
+void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const EpilogueDevice& ep, LayerBuffers& out) {
   if (w.K != x.K)
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: W has K={} but X has K={}", w.K, x.K));
-  CUdeviceptr wp = w.planes.ptr(), ws = w.rowsum.ptr(), xp = x.planes.ptr(), xs = x.rowsum.ptr(), yp = y.ptr();
+  CUdeviceptr wp = w.planes.ptr(), ws = w.rowsum.ptr(), xp = x.planes.ptr(), xs = x.rowsum.ptr();
+  EpilogueKernelArgs epi = ep.args(out);
   int m = static_cast<int>(w.rows), n = static_cast<int>(x.rows), k = static_cast<int>(w.K), ld = static_cast<int>(w.ld);
-  void* args[] = {&wp, &ws, &xp, &xs, &yp, &m, &n, &k, &ld};
+  if (kernel_->compiled.spec.epilogue.quantize()) out.sums.fill_u32_async(0);
+  void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld};
   kernel_->module->launch(kApmmKernel, gemm_dims(w.rows, x.rows), args);
 }
 

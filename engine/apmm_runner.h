@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "apnn/engine.h"
+#include "engine/epilogue_device.h"
 #include "runtime/device_buffer.h"
 #include "runtime/module.h"
 
@@ -26,8 +27,10 @@ class ApmmRunner {
   // `values` holds rows x K int16 on the device.
   PackedOperand pack_w(const DeviceBuffer& values, int64_t rows, int64_t K);
   PackedOperand pack_x(const DeviceBuffer& values, int64_t rows, int64_t K);
-  // y: M x N int32. Launch only (asynchronous).
-  void gemm(const PackedOperand& w, const PackedOperand& x, DeviceBuffer& y);
+  // The output through the spec's chain (EpilogueDevice::allocate(dims(M, N))). Launch only
+  // (asynchronous); a quantized output's sums are zeroed first, on the same stream.
+  void gemm(const PackedOperand& w, const PackedOperand& x, const EpilogueDevice& ep, LayerBuffers& out);
+  static OutputDims dims(int64_t M, int64_t N) { return {1, M, 1, N}; }
   LaunchDims gemm_dims(int64_t M, int64_t N) const;
   const Kernel& kernel() const { return *kernel_; }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "apnn/epilogue_reference.h"
 #include "apnn/error.h"
 #include "engine/tile_choice.h"
 #include "generator/generate.h"
@@ -101,8 +102,14 @@ DeviceBuffer ConvRunner::unpack_x(const PackedConvActivations& x) {
   return out;
 }
 
+OutputDims ConvRunner::dims(const KernelSpec& spec, const ConvGeometry& g) {
+  OutputDims d{g.N, g.O, 0, 0};
+  pooled_size(spec.epilogue, g.Ho(), g.Wo(), &d.H, &d.W);
+  return d;
+}
+
 void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x, const ConvGeometry& g,
-                      DeviceBuffer& y, DeviceBuffer& colsum, DeviceBuffer& nvalid) {
+                      const EpilogueDevice& ep, LayerBuffers& out, DeviceBuffer& colsum, DeviceBuffer& nvalid) {
   const KernelSpec& s = kernel_->compiled.spec;
   const Tile& t = *s.tile;
   int n = static_cast<int>(g.N), c = static_cast<int>(g.C), h = static_cast<int>(g.H), wd = static_cast<int>(g.W);
@@ -115,16 +122,22 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   cd.block_x = kPackThreads;
   kernel_->module->launch(kConvColsumKernel, cd, cargs);
 
-  CUdeviceptr wp = w.planes.ptr(), rowsum = w.rowsum.ptr(), possum = w.possum.ptr(), xp = x.planes.ptr(), yp = y.ptr();
-  void* args[] = {&wp, &rowsum, &possum, &xp, &cs, &nv, &yp, &o, &n, &c, &h, &wd, &ho, &wo, &cw};
+  CUdeviceptr wp = w.planes.ptr(), rowsum = w.rowsum.ptr(), possum = w.possum.ptr(), xp = x.planes.ptr();
+  EpilogueKernelArgs epi = ep.args(out);
+  void* args[] = {&wp, &rowsum, &possum, &xp, &cs, &nv, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw};
   LaunchDims d;
   d.grid_x = blocks(g.O, t.bm);
-  d.grid_y = blocks(g.N * g.Ho() * g.Wo(), t.bn);
+  // A fused pool gives each tile bn / size^2 whole windows (templates/conv_sm80.cuh).
+  const OutputDims od = dims(s, g);
+  const EpilogueOp* pool = s.epilogue.pool();
+  d.grid_y = pool ? blocks(od.pixels(), t.bn / (pool->size * pool->size)) : blocks(g.N * g.Ho() * g.Wo(), t.bn);
   if (d.grid_y > 65535)
-    throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} output pixels need {} tiles of {}, above the grid limit 65535",
+    throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} output pixels need {} column tiles of {}, above the grid "
+                                                     "limit 65535",
                                                      g.N * g.Ho() * g.Wo(), d.grid_y, t.bn));
+  if (s.epilogue.quantize()) out.sums.fill_u32_async(0);
   d.block_x = 32 * t.warps_m * t.warps_n;
-  d.smem_bytes = static_cast<unsigned>(rules::shared_bytes(t, s.w, s.x));
+  d.smem_bytes = static_cast<unsigned>(rules::kernel_shared_bytes(t, s));
   kernel_->module->launch(kConvKernel, d, args);
 }
 

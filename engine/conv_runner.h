@@ -6,6 +6,7 @@
 
 #include "apnn/conv_layout.h"
 #include "apnn/engine.h"
+#include "engine/epilogue_device.h"
 #include "runtime/device_buffer.h"
 #include "runtime/module.h"
 
@@ -32,9 +33,12 @@ class ConvRunner {
   PackedConvWeights pack_w(const DeviceBuffer& values, const ConvGeometry& g);
   PackedConvActivations pack_x(const DeviceBuffer& values, const ConvGeometry& g);
   DeviceBuffer unpack_x(const PackedConvActivations& x);  // N*C*H*W int16
-  // y: N*O*Ho*Wo int32; colsum/nvalid: N*Ho*Wo int32 scratch. Launch only (asynchronous).
-  void conv(const PackedConvWeights& w, const PackedConvActivations& x, const ConvGeometry& g, DeviceBuffer& y,
-            DeviceBuffer& colsum, DeviceBuffer& nvalid);
+  // The output through the spec's chain (EpilogueDevice::allocate(dims(g))); colsum/nvalid:
+  // N*Ho*Wo int32 scratch. Launch only (asynchronous).
+  void conv(const PackedConvWeights& w, const PackedConvActivations& x, const ConvGeometry& g, const EpilogueDevice& ep,
+            LayerBuffers& out, DeviceBuffer& colsum, DeviceBuffer& nvalid);
+  // (N, O, Ho', Wo'): after the chain's pool; Error(InvalidInput) when the window does not fit.
+  static OutputDims dims(const KernelSpec& spec, const ConvGeometry& g);
   const Kernel& kernel() const { return *kernel_; }
 
  private:

@@ -43,13 +43,14 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
   KernelSpec s = spec;
   const TuningDb db(TuningDb::default_path());
   if (auto tuned = db.lookup(make_tune_key(spec, t.arch, t.device, p.shape))) {
-    if (rules::check_tile(tuned->tile, s.w, s.x).empty() && rules::shared_bytes(tuned->tile, s.w, s.x) <= t.max_smem) {
+    if (rules::check_kernel_tile(tuned->tile, s).empty() && rules::kernel_shared_bytes(tuned->tile, s) <= t.max_smem) {
       s.tile = tuned->tile;
       return s;
     }
   }
-  // sm_90a: the wgmma core's tile once it gives at least half a wave of blocks.
-  if (t.arch == "sm_90a" && s.op == Op::Apmm) {
+  // sm_90a: the wgmma core's tile once it gives at least half a wave of blocks (plain
+  // int32 output; fused chains stay on the mma.sync core's tiles).
+  if (t.arch == "sm_90a" && s.op == Op::Apmm && s.epilogue.empty()) {
     Tile wt;
     if (rules::wgmma_tile(&wt, s.w, s.x) && rules::wgmma_shared_bytes(wt, s.w, s.x) <= t.max_smem &&
         2 * ((p.M + wt.bm - 1) / wt.bm) * ((p.N + wt.bn - 1) / wt.bn) >= t.sm_count) {
@@ -58,7 +59,7 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
     }
   }
   // Two blocks per SM keep the SMs busy while one waits on memory.
-  s.tile = rules::heuristic_tile(s.w, s.x, p.M, p.N, p.K_bits, 2 * t.sm_count, t.max_smem);
+  s.tile = rules::heuristic_tile(s, p.M, p.N, p.K_bits, 2 * t.sm_count, t.max_smem);
   return s;
 }
 
@@ -107,7 +108,7 @@ KernelSpec with_tile_for(const KernelSpec& spec, const Problem& p) {
 void check_tile_fits_device(const KernelSpec& spec) {
   const DeviceInfo& dev = current_device();
   const Tile& t = *spec.tile;
-  const int smem = rules::shared_bytes(t, spec.w, spec.x);
+  const int smem = rules::kernel_shared_bytes(t, spec);
   if (smem > dev.max_smem_optin)
     throw Error(ErrorKind::InvalidInput,
                 fmt::format("tile bm={} bn={} bk={} stages={} needs {} bytes of shared memory for w{}a{}; {} allows {} per "

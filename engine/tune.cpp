@@ -57,10 +57,10 @@ void compile_all(Engine& engine, const KernelSpec& spec, std::vector<TuneCandida
   progress(cands.size(), cands.size(), "compile");
 }
 
-// run(kernel, y) launches one candidate writing y; the reference is computed once.
+// run(kernel, out) launches one candidate writing out; the reference is computed once.
 TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, unsigned threads,
-                const TuneProgress& progress, const std::vector<int32_t>& want,
-                const std::function<void(std::shared_ptr<Kernel>, DeviceBuffer&)>& run) {
+                const TuneProgress& progress, const ExpectedOutput& want, const OutputDims& dims,
+                const std::function<void(std::shared_ptr<Kernel>, LayerBuffers&)>& run) {
   const auto t0 = std::chrono::steady_clock::now();
   const Target target = current_target();
   TuneResult result;
@@ -69,20 +69,22 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
   for (const Tile& t : legal_tiles(spec, target.max_smem)) cands.push_back(TuneCandidate{t, 0, false, {}});
   compile_all(engine, spec, cands, target.arch, threads, progress);
 
-  DeviceBuffer y(want.size() * 4);
+  LayerBuffers out = EpilogueDevice::allocate(spec.epilogue, dims);
   bool warmed = false;
   auto measure = [&](const Tile& tile, TuneCandidate* c) {
     try {
       std::shared_ptr<Kernel> k = engine.kernel(with_tile(spec, tile));
-      y.fill_u32(0xdeadbeefu);
-      run(k, y);
-      c->exact = y.to_vector<int32_t>(want.size()) == want;
+      out.values.fill_u32(0xdeadbeefu);
+      run(k, out);
+      VerifyReport check;
+      compare_output(out, want, &check);
+      c->exact = check.mismatches == 0;
       if (!c->exact) {
-        c->error = "output differs from the CPU reference";
+        c->error = "output differs from the CPU reference: " + check.first_mismatch;
         return;
       }
       // The clocks leave idle on the first candidate's warm-up; later ones need only a short one.
-      c->us = median_launch_us(kTimingLaunches, [&] { run(k, y); }, warmed ? 1.0f : 50.0f);
+      c->us = median_launch_us(kTimingLaunches, [&] { run(k, out); }, warmed ? 1.0f : 50.0f);
       warmed = true;
     } catch (const Error& e) {
       c->error = e.what();
@@ -96,7 +98,7 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
 
   TuneCandidate heuristic;
   result.heuristic_tile =
-      rules::heuristic_tile(spec.w, spec.x, problem.M, problem.N, problem.K_bits, 2 * target.sm_count, target.max_smem);
+      rules::heuristic_tile(spec, problem.M, problem.N, problem.K_bits, 2 * target.sm_count, target.max_smem);
   measure(result.heuristic_tile, &heuristic);
   result.heuristic_us = heuristic.us;
 
@@ -132,7 +134,7 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, int max_smem) {
           for (int wm : {1, 2, 4, 8})
             for (int wn : {1, 2, 4, 8}) {
               const Tile t{bm, bn, bk, stages, wm, wn};
-              if (rules::check_tile(t, spec.w, spec.x).empty() && rules::shared_bytes(t, spec.w, spec.x) <= max_smem)
+              if (rules::check_kernel_tile(t, spec).empty() && rules::kernel_shared_bytes(t, spec) <= max_smem)
                 out.push_back(t);
             }
   return out;
@@ -155,15 +157,19 @@ TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& sh
   check_apmm_shape(spec, shape);
   const std::vector<int16_t> W = random_operand(spec.w, static_cast<size_t>(shape.M * shape.K), 11);
   const std::vector<int16_t> X = random_operand(spec.x, static_cast<size_t>(shape.N * shape.K), 12);
-  const std::vector<int32_t> want = reference_apmm(W, X, shape);
+  const std::vector<int32_t> y_ref = reference_apmm(W, X, shape);
+  const OutputDims dims = ApmmRunner::dims(shape.M, shape.N);
+  const EpilogueParams params = verify_params(spec.epilogue, y_ref, dims, 13);
+  const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, dims);
+  const EpilogueDevice ep(spec.epilogue, params, shape.M);
   const DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
   // The packed layout does not depend on the tile: pack once with any module.
   KernelSpec any = spec;
-  any.tile = rules::default_tile(spec.w, spec.x);
+  any.tile = rules::default_tile(spec);
   ApmmRunner packer(engine.kernel(any));
   const PackedOperand pw = packer.pack_w(w, shape.M, shape.K), px = packer.pack_x(x, shape.N, shape.K);
-  return tune(engine, spec, apmm_problem(shape), threads, progress, want,
-              [&](std::shared_ptr<Kernel> k, DeviceBuffer& y) { ApmmRunner(std::move(k)).gemm(pw, px, y); });
+  return tune(engine, spec, apmm_problem(shape), threads, progress, want, dims,
+              [&](std::shared_ptr<Kernel> k, LayerBuffers& out) { ApmmRunner(std::move(k)).gemm(pw, px, ep, out); });
 }
 
 TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, unsigned threads,
@@ -171,17 +177,23 @@ TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& 
   const ConvGeometry g = conv_geometry(spec, shape);
   const std::vector<int16_t> W = random_operand(spec.w, static_cast<size_t>(g.O * g.C * g.kh * g.kw), 11);
   const std::vector<int16_t> X = random_operand(spec.x, static_cast<size_t>(g.N * g.C * g.H * g.W), 12);
-  const std::vector<int32_t> want = reference_conv(g, W, X);
+  const std::vector<int32_t> y_ref = reference_conv(g, W, X);
   const DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
   KernelSpec any = spec;
-  any.tile = rules::default_tile(spec.w, spec.x);
+  any.tile = rules::default_tile(spec);
   ConvRunner packer(engine.kernel(any));
+  const OutputDims dims = ConvRunner::dims(spec, g);
+  const EpilogueParams params = verify_params(spec.epilogue, y_ref, {g.N, g.O, g.Ho(), g.Wo()}, 13);
+  const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, {g.N, g.O, g.Ho(), g.Wo()});
+  const EpilogueDevice ep(spec.epilogue, params, g.O);
   const PackedConvWeights pw = packer.pack_w(w, g);
   const PackedConvActivations px = packer.pack_x(x, g);
   const int64_t pixels = g.N * g.Ho() * g.Wo();
   DeviceBuffer colsum(static_cast<size_t>(pixels) * 4), nvalid(static_cast<size_t>(pixels) * 4);
-  return tune(engine, spec, conv_problem(spec, shape), threads, progress, want,
-              [&](std::shared_ptr<Kernel> k, DeviceBuffer& y) { ConvRunner(std::move(k)).conv(pw, px, g, y, colsum, nvalid); });
+  return tune(engine, spec, conv_problem(spec, shape), threads, progress, want, dims,
+              [&](std::shared_ptr<Kernel> k, LayerBuffers& out) {
+                ConvRunner(std::move(k)).conv(pw, px, g, ep, out, colsum, nvalid);
+              });
 }
 
 }  // namespace apnn

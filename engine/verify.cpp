@@ -2,12 +2,16 @@
 #include "engine/verify.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "apnn/conv_reference.h"
+#include "apnn/epilogue_reference.h"
 #include "apnn/reference.h"
 #include "engine/apmm_runner.h"
 #include "engine/conv_runner.h"
@@ -27,13 +31,6 @@ void parallel_blocks(int64_t n, const std::function<void(int64_t, int64_t)>& bod
   for (auto& t : pool) t.join();
 }
 
-void compare(const std::vector<int32_t>& got, const std::vector<int32_t>& want, VerifyReport* rep) {
-  rep->checked = got.size();
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i] && rep->mismatches++ == 0)
-      rep->first_mismatch = fmt::format("element {}: gpu {}, cpu {}", i, got[i], want[i]);
-}
-
 void describe_kernel(const Kernel& k, VerifyReport* rep) {
   rep->canonical = k.compiled.canonical;
   rep->arch = k.compiled.arch;
@@ -41,6 +38,45 @@ void describe_kernel(const Kernel& k, VerifyReport* rep) {
 }
 
 }  // namespace
+
+ExpectedOutput expected_output(const Epilogue& e, const EpilogueParams& p, const std::vector<int32_t>& y,
+                               const OutputDims& d) {
+  ExpectedOutput want;
+  const EpilogueResult r = epilogue_reference(e, p, y.data(), d.N, d.C, d.H, d.W);
+  switch (r.type) {
+    case OutputType::Int32: want.values.assign(r.i32.begin(), r.i32.end()); break;
+    case OutputType::Float32:
+      want.values.resize(r.f32.size());
+      std::memcpy(want.values.data(), r.f32.data(), r.f32.size() * 4);
+      break;
+    case OutputType::Packed: {
+      const PackedActivations packed = pack_activations_reference(e.quantize()->out, r.values.data(), r.N, r.C, r.H, r.W);
+      want.values = packed.planes;
+      want.sums.assign(packed.pixsum.begin(), packed.pixsum.end());
+      want.distinct = static_cast<int>(std::set<int16_t>(r.values.begin(), r.values.end()).size());
+      break;
+    }
+  }
+  return want;
+}
+
+EpilogueParams verify_params(const Epilogue& e, const std::vector<int32_t>& y, const OutputDims& d, uint64_t seed) {
+  return fitted_epilogue_params(e, y.data(), d.N, d.C, d.H, d.W, seed);
+}
+
+void compare_output(const LayerBuffers& got, const ExpectedOutput& want, VerifyReport* rep) {
+  auto compare = [&](const DeviceBuffer& buf, const std::vector<uint32_t>& w, const char* what) {
+    const std::vector<uint32_t> g = buf.to_vector<uint32_t>(w.size());
+    rep->checked += w.size();
+    for (size_t i = 0; i < w.size(); ++i)
+      if (g[i] != w[i] && rep->mismatches++ == 0)
+        rep->first_mismatch = fmt::format("{} word {}: gpu {:#010x} ({}), cpu {:#010x} ({})", what, i, g[i],
+                                          static_cast<int32_t>(g[i]), w[i], static_cast<int32_t>(w[i]));
+  };
+  compare(got.values, want.values, "output");
+  if (!want.sums.empty()) compare(got.sums, want.sums, "sums");
+  rep->distinct = want.distinct;
+}
 
 std::vector<int32_t> reference_apmm(const std::vector<int16_t>& W, const std::vector<int16_t>& X, const ApmmShape& s) {
   std::vector<int32_t> want(static_cast<size_t>(s.M * s.N));
@@ -74,18 +110,34 @@ nlohmann::json VerifyReport::to_json() const {
                       {"seed", seed},
                       {"checked", checked},
                       {"mismatches", mismatches},
+                      {"output", output},
                       {"kernel_us", kernel_us},
                       {"pack_us", pack_us},
                       {"tops", tops}};
   if (mismatches) j["first_mismatch"] = first_mismatch;
+  if (distinct) j["distinct_levels"] = distinct;
   return j;
 }
 
 std::string VerifyReport::to_text() const {
-  return fmt::format("verify {} {} on {} ({}): {} checked, mismatches {}{}, kernel {:.2f} us ({:.1f} TOPS), pack {:.2f} us",
-                     canonical, shape.dump(), device, arch, checked, mismatches,
+  return fmt::format("verify {} {} on {} ({}): {} output, {} words checked, mismatches {}{}, kernel {:.2f} us ({:.1f} TOPS), "
+                     "pack {:.2f} us",
+                     canonical, shape.dump(), device, arch, output, checked, mismatches,
                      mismatches ? " (first " + first_mismatch + ")" : "", kernel_us, tops, pack_us);
 }
+
+namespace {
+
+std::string output_name(const Epilogue& e) {
+  switch (e.output_type()) {
+    case OutputType::Int32: return "int32";
+    case OutputType::Float32: return "float32";
+    case OutputType::Packed: return e.quantize()->out.describe() + " packed";
+  }
+  return "?";
+}
+
+}  // namespace
 
 VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& s, uint64_t seed,
                          int timing_launches) {
@@ -93,28 +145,31 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
   VerifyReport rep;
   rep.shape = {{"m", s.M}, {"n", s.N}, {"k", s.K}};
   rep.seed = seed;
+  rep.output = output_name(spec.epilogue);
   const std::vector<int16_t> W = random_operand(spec.w, static_cast<size_t>(s.M * s.K), seed);
   const std::vector<int16_t> X = random_operand(spec.x, static_cast<size_t>(s.N * s.K), seed ^ 0x9e3779b97f4a7c15ull);
+  const std::vector<int32_t> y_ref = reference_apmm(W, X, s);
+  const EpilogueParams params = verify_params(spec.epilogue, y_ref, ApmmRunner::dims(s.M, s.N), seed + 1);
+  const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, ApmmRunner::dims(s.M, s.N));
 
   std::shared_ptr<Kernel> kernel = engine.kernel(with_tile_for(spec, apmm_problem(s)));
   describe_kernel(*kernel, &rep);
   ApmmRunner runner(kernel);
+  const EpilogueDevice ep(spec.epilogue, params, s.M);
   DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
-  DeviceBuffer y(static_cast<size_t>(s.M * s.N) * 4);
-  y.fill_u32(0xdeadbeefu);  // poison: an element the kernel does not write cannot pass
+  LayerBuffers out = EpilogueDevice::allocate(spec.epilogue, ApmmRunner::dims(s.M, s.N));
+  out.values.fill_u32(0xdeadbeefu);  // poison: a word the kernel does not write cannot pass
   EventTimer timer;
   timer.start();
   const PackedOperand pw = runner.pack_w(w, s.M, s.K);
   const PackedOperand px = runner.pack_x(x, s.N, s.K);
   rep.pack_us = timer.stop_ms() * 1e3;
-  runner.gemm(pw, px, y);
+  runner.gemm(pw, px, ep, out);
   synchronize(kernel->module->context());
-
-  const std::vector<int32_t> want = reference_apmm(W, X, s);
-  compare(y.to_vector<int32_t>(want.size()), want, &rep);
+  compare_output(out, want, &rep);
 
   if (timing_launches > 0) {
-    rep.kernel_us = median_launch_us(timing_launches, [&] { runner.gemm(pw, px, y); });
+    rep.kernel_us = median_launch_us(timing_launches, [&] { runner.gemm(pw, px, ep, out); });
     rep.tops = 2.0 * s.M * s.N * s.K / (rep.kernel_us * 1e-6) / 1e12;
   }
   return rep;
@@ -127,6 +182,7 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
   rep.shape = {{"batch", g.N}, {"in_channels", g.C}, {"height", g.H}, {"width", g.W}, {"out_channels", g.O},
                {"out_height", g.Ho()}, {"out_width", g.Wo()}};
   rep.seed = seed;
+  rep.output = output_name(spec.epilogue);
   const int64_t khw = int64_t{g.kh} * g.kw, pixels = g.N * g.Ho() * g.Wo();
   const std::vector<int16_t> W = random_operand(spec.w, static_cast<size_t>(g.O * g.C * khw), seed);
   const std::vector<int16_t> X =
@@ -135,23 +191,26 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
   std::shared_ptr<Kernel> kernel = engine.kernel(with_tile_for(spec, conv_problem(spec, shape)));
   describe_kernel(*kernel, &rep);
   ConvRunner runner(kernel);
+  const OutputDims dims = ConvRunner::dims(spec, g);
+  const std::vector<int32_t> y_ref = reference_conv(g, W, X);
+  const EpilogueParams params = verify_params(spec.epilogue, y_ref, {g.N, g.O, g.Ho(), g.Wo()}, seed + 1);
+  const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, {g.N, g.O, g.Ho(), g.Wo()});
+  const EpilogueDevice ep(spec.epilogue, params, g.O);
   DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
-  DeviceBuffer y(static_cast<size_t>(pixels * g.O) * 4), colsum(static_cast<size_t>(pixels) * 4),
-      nvalid(static_cast<size_t>(pixels) * 4);
-  y.fill_u32(0xdeadbeefu);
+  LayerBuffers out = EpilogueDevice::allocate(spec.epilogue, dims);
+  DeviceBuffer colsum(static_cast<size_t>(pixels) * 4), nvalid(static_cast<size_t>(pixels) * 4);
+  out.values.fill_u32(0xdeadbeefu);
   EventTimer timer;
   timer.start();
   const PackedConvWeights pw = runner.pack_w(w, g);
   const PackedConvActivations px = runner.pack_x(x, g);
   rep.pack_us = timer.stop_ms() * 1e3;
-  runner.conv(pw, px, g, y, colsum, nvalid);
+  runner.conv(pw, px, g, ep, out, colsum, nvalid);
   synchronize(kernel->module->context());
-
-  const std::vector<int32_t> want = reference_conv(g, W, X);
-  compare(y.to_vector<int32_t>(want.size()), want, &rep);
+  compare_output(out, want, &rep);
 
   if (timing_launches > 0) {
-    rep.kernel_us = median_launch_us(timing_launches, [&] { runner.conv(pw, px, g, y, colsum, nvalid); });
+    rep.kernel_us = median_launch_us(timing_launches, [&] { runner.conv(pw, px, g, ep, out, colsum, nvalid); });
     rep.tops = 2.0 * pixels * g.O * g.C * khw / (rep.kernel_us * 1e-6) / 1e12;
   }
   return rep;

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "apnn/conv_layout.h"
-
 #include "apnn/engine.h"
+#include "engine/epilogue_device.h"
 
 namespace apnn {
 
@@ -14,7 +14,9 @@ struct VerifyReport {
   std::string canonical, arch, device;
   nlohmann::json shape;          // {"m","n","k"} or {"batch","in_channels",...}
   uint64_t seed = 0;
-  uint64_t checked = 0;          // output elements compared
+  std::string output;            // "int32", "float32" or the packed format ("2-bit unsigned, packed")
+  uint64_t checked = 0;          // output words compared (values, then any per-pixel sums)
+  int distinct = 0;              // packed outputs: how many quantizer levels occur (a spread check)
   uint64_t mismatches = 0;
   std::string first_mismatch;    // "index i: gpu G, cpu C" when mismatches > 0
   double kernel_us = 0;          // median over repeats of back-to-back launches
@@ -28,7 +30,21 @@ struct VerifyReport {
 std::vector<int32_t> reference_apmm(const std::vector<int16_t>& W, const std::vector<int16_t>& X, const ApmmShape& s);
 std::vector<int32_t> reference_conv(const ConvGeometry& g, const std::vector<int16_t>& W, const std::vector<int16_t>& X);
 
-// timing_launches = 0 skips timing.
+// The words a layer's GPU buffers must hold after the chain: int32 values, float32 bits, or
+// packed planes and their per-pixel sums. `y` is the int32 output as dims_before (N, C, H, W).
+struct ExpectedOutput {
+  std::vector<uint32_t> values, sums;
+  int distinct = 0;  // packed: distinct quantized values
+};
+ExpectedOutput expected_output(const Epilogue& e, const EpilogueParams& p, const std::vector<int32_t>& y,
+                               const OutputDims& dims_before);
+// Random chain parameters that spread y (N, C, H, W) over the quantizer's levels
+// (fitted_epilogue_params).
+EpilogueParams verify_params(const Epilogue& e, const std::vector<int32_t>& y, const OutputDims& dims, uint64_t seed);
+// Counts the words of `got` that differ from `want` into rep (checked, mismatches, first).
+void compare_output(const LayerBuffers& got, const ExpectedOutput& want, VerifyReport* rep);
+
+// Random inputs (and chain parameters); timing_launches = 0 skips timing.
 VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, uint64_t seed,
                          int timing_launches = 50);
 VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, uint64_t seed,

@@ -17,7 +17,7 @@ struct GeneratedSource {
 };
 
 // Bumped whenever the generator or a template changes what it emits for the same spec.
-inline constexpr const char* kGeneratorVersion = "apnn-generator-2";
+inline constexpr const char* kGeneratorVersion = "apnn-generator-3";
 
 // Entry points: APMM modules have the GEMM and both packers; APConv modules the conv,
 // both packers, the activation unpacker and the per-pixel correction sums.
@@ -33,5 +33,12 @@ inline constexpr int kPackThreads = 256;
 // target: on sm_90a an APMM tile that suits it gets the wgmma core (rules::use_wgmma),
 // everywhere else the mma.sync core; empty means no arch-specific core.
 GeneratedSource generate(const KernelSpec& spec, const std::string& arch = "");
+
+// The unfused baseline of an apconv spec's chain (templates/unfused_epilogue.cuh), one
+// kernel per stage, for the fusion benchmark. The chain must end in quantize.
+inline constexpr const char* kUnfusedPreKernel = "apnn_unfused_pre";
+inline constexpr const char* kUnfusedPoolKernel = "apnn_unfused_pool";
+inline constexpr const char* kUnfusedQuantizeKernel = "apnn_unfused_quantize";
+GeneratedSource generate_unfused_epilogue(const KernelSpec& spec);
 
 }  // namespace apnn

@@ -77,25 +77,51 @@ std::vector<int64_t> fortran_to_c(const std::vector<int64_t>& f, const std::vect
 
 }  // namespace
 
-NpyArray read_npy_int(const std::string& path) {
-  const std::string bytes = read_file(path);
+namespace {
+
+// The header and the data bytes of a file, checked against each other.
+struct Raw {
+  npy::Header header;
+  std::string bytes;
   size_t data_at = 0;
-  const npy::Header h = npy::parse_header(header_text(bytes, path, &data_at), path);
-  const npy::IntDType t = npy::parse_int_dtype(h.descr, path);
-  const int64_t count = npy::element_count(h.shape, t.size, path);
-  const auto expected = static_cast<size_t>(count) * t.size;
-  const size_t present = bytes.size() - data_at;
+  int64_t count = 0;
+};
+
+Raw read_raw(const std::string& path, int element_size_of_descr(const std::string&, const std::string&)) {
+  Raw r;
+  r.bytes = read_file(path);
+  r.header = npy::parse_header(header_text(r.bytes, path, &r.data_at), path);
+  const int size = element_size_of_descr(r.header.descr, path);
+  r.count = npy::element_count(r.header.shape, size, path);
+  const auto expected = static_cast<size_t>(r.count) * size;
+  const size_t present = r.bytes.size() - r.data_at;
   if (present != expected)
     fail(ErrorKind::InvalidInput, path,
          std::string("data is ") + (present < expected ? "shorter" : "longer") + " than the shape says: " +
              std::to_string(expected) + " bytes expected, " + std::to_string(present) + " present");
+  return r;
+}
 
+int int_size(const std::string& descr, const std::string& path) { return npy::parse_int_dtype(descr, path).size; }
+
+// '<f4', '>f8', 'f4' (native): the float dtypes; 0 when descr is not one.
+int float_size(const std::string& descr) {
+  std::string rest = descr;
+  if (!rest.empty() && (rest[0] == '<' || rest[0] == '>' || rest[0] == '=')) rest = rest.substr(1);
+  return rest == "f4" ? 4 : rest == "f8" ? 8 : 0;
+}
+
+}  // namespace
+
+NpyArray read_npy_int(const std::string& path) {
+  const Raw raw = read_raw(path, int_size);
+  const npy::IntDType t = npy::parse_int_dtype(raw.header.descr, path);
   NpyArray out;
-  out.shape = h.shape;
-  out.values.resize(count);
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data()) + data_at;
+  out.shape = raw.header.shape;
+  out.values.resize(raw.count);
+  const auto* p = reinterpret_cast<const unsigned char*>(raw.bytes.data()) + raw.data_at;
   const int shift = 64 - 8 * t.size;  // sign-extends 'i' values from their width
-  for (int64_t i = 0; i < count; ++i, p += t.size) {
+  for (int64_t i = 0; i < raw.count; ++i, p += t.size) {
     const uint64_t bits = t.load(p);
     if (t.kind == 'b') {
       out.values[i] = bits != 0;
@@ -108,7 +134,44 @@ NpyArray read_npy_int(const std::string& path) {
       out.values[i] = static_cast<int64_t>(bits);
     }
   }
-  if (h.fortran_order && h.shape.size() > 1) out.values = fortran_to_c(out.values, h.shape);
+  if (raw.header.fortran_order && raw.header.shape.size() > 1) out.values = fortran_to_c(out.values, raw.header.shape);
+  return out;
+}
+
+NpyFloatArray read_npy_float(const std::string& path) {
+  const Raw raw = read_raw(path, [](const std::string& descr, const std::string& p) {
+    if (const int size = float_size(descr)) return size;
+    fail(ErrorKind::InvalidInput, p, "dtype '" + descr + "' is not a float type (float32 '<f4' or float64 '<f8')");
+  });
+  const int size = float_size(raw.header.descr);
+  const bool big = raw.header.descr[0] == '>';
+  NpyFloatArray out;
+  out.shape = raw.header.shape;
+  out.values.resize(raw.count);
+  const auto* p = reinterpret_cast<const unsigned char*>(raw.bytes.data()) + raw.data_at;
+  for (int64_t i = 0; i < raw.count; ++i, p += size) {
+    uint64_t bits = 0;
+    for (int b = 0; b < size; ++b) bits |= uint64_t{p[big ? size - 1 - b : b]} << (8 * b);
+    if (size == 4) {
+      float f;
+      const uint32_t b32 = static_cast<uint32_t>(bits);
+      std::memcpy(&f, &b32, 4);
+      out.values[i] = f;
+    } else {
+      double d;
+      std::memcpy(&d, &bits, 8);
+      out.values[i] = d;
+    }
+  }
+  if (raw.header.fortran_order && raw.header.shape.size() > 1) {
+    // Reorder through the integer helper's index map: values are moved, not converted.
+    std::vector<int64_t> index(out.values.size());
+    for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int64_t>(i);
+    const std::vector<int64_t> order = fortran_to_c(index, raw.header.shape);
+    std::vector<double> c(out.values.size());
+    for (size_t i = 0; i < c.size(); ++i) c[i] = out.values[static_cast<size_t>(order[i])];
+    out.values = std::move(c);
+  }
   return out;
 }
 

@@ -60,22 +60,30 @@ void write_atomically(const std::string& path, const std::string& bytes) {
   }
 }
 
+// Preamble and header of a version 1.0 file, then room for the data; *data_at is where it starts.
+std::string start_file(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape, int size,
+                       int64_t* count, size_t* data_at) {
+  *count = npy::element_count(shape, size, path);
+  constexpr size_t kPreamble = 10;  // magic, version 1.0, 2-byte header length
+  const std::string header = npy::format_header({descr, false, shape}, kPreamble);
+  if (header.size() > 0xffff) fail(ErrorKind::InvalidInput, path, "shape is too long for a version 1.0 header");
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  *data_at = bytes.size();
+  bytes.resize(*data_at + static_cast<size_t>(*count) * size);
+  return bytes;
+}
+
 }  // namespace
 
 void write_npy_int(const std::string& path, const std::vector<int64_t>& shape, const int64_t* data,
                    const std::string& descr) {
   const npy::IntDType t = npy::parse_int_dtype(descr, path);
-  const int64_t count = npy::element_count(shape, t.size, path);
-  constexpr size_t kPreamble = 10;  // magic, version 1.0, 2-byte header length
-  const std::string header = npy::format_header({t.descr(), false, shape}, kPreamble);
-  if (header.size() > 0xffff) fail(ErrorKind::InvalidInput, path, "shape is too long for a version 1.0 header");
-
-  std::string bytes("\x93NUMPY\x01\x00", 8);
-  bytes += static_cast<char>(header.size() & 0xff);
-  bytes += static_cast<char>(header.size() >> 8);
-  bytes += header;
-  const size_t data_at = bytes.size();
-  bytes.resize(data_at + static_cast<size_t>(count) * t.size);
+  int64_t count = 0;
+  size_t data_at = 0;
+  std::string bytes = start_file(path, t.descr(), shape, t.size, &count, &data_at);
   auto* p = reinterpret_cast<unsigned char*>(bytes.data()) + data_at;
   for (int64_t i = 0; i < count; ++i, p += t.size) {
     if (!t.fits(data[i]))
@@ -90,6 +98,18 @@ void write_npy_int(const std::string& path, const std::vector<int64_t>& shape, c
 void write_npy_int32(const std::string& path, const std::vector<int64_t>& shape, const int32_t* data) {
   const std::vector<int64_t> wide(data, data + npy::element_count(shape, sizeof(int32_t), path));
   write_npy_int(path, shape, wide.data(), "<i4");
+}
+
+void write_npy_float32(const std::string& path, const std::vector<int64_t>& shape, const float* data) {
+  int64_t count = 0;
+  size_t data_at = 0;
+  std::string bytes = start_file(path, "<f4", shape, 4, &count, &data_at);
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &data[i], 4);
+    for (int b = 0; b < 4; ++b) bytes[data_at + static_cast<size_t>(i) * 4 + b] = static_cast<char>((bits >> (8 * b)) & 0xff);
+  }
+  write_atomically(path, bytes);
 }
 
 }  // namespace apnn

@@ -45,4 +45,8 @@ void DeviceBuffer::fill_u32(uint32_t value) {
   driver::check(driver::api().MemsetD32(ptr_, value, bytes_ / 4), "cuMemsetD32");
 }
 
+void DeviceBuffer::fill_u32_async(uint32_t value) {
+  driver::check(driver::api().MemsetD32Async(ptr_, value, bytes_ / 4, nullptr), "cuMemsetD32Async");
+}
+
 }  // namespace apnn

@@ -24,6 +24,7 @@ class DeviceBuffer {
   void upload(const void* src, size_t bytes);
   void download(void* dst, size_t bytes) const;
   void fill_u32(uint32_t value);  // poison outputs before a check
+  void fill_u32_async(uint32_t value);  // ordered with launches on the default stream
 
   template <class T>
   static DeviceBuffer from(const std::vector<T>& v) {

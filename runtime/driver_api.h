@@ -31,6 +31,7 @@ namespace apnn::driver {
   X(MemcpyHtoD, "cuMemcpyHtoD_v2")                        \
   X(MemcpyDtoH, "cuMemcpyDtoH_v2")                        \
   X(MemsetD32, "cuMemsetD32_v2")                          \
+  X(MemsetD32Async, "cuMemsetD32Async")                   \
   X(EventCreate, "cuEventCreate")                         \
   X(EventDestroy, "cuEventDestroy_v2")                    \
   X(EventRecord, "cuEventRecord")                         \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine over binaries built elsewhere (scripts/stage_device_bins.sh):
-# the GPU test suites, then `apnn verify` timings for the issue's reference shapes.
+# the GPU test suites, `apnn verify` timings for the issue's reference shapes, then
+# `apnn bench` (APNN_BENCH_FLAGS, e.g. --quick, are passed on).
 # Usage: scripts/gpu_check.sh BIN_DIR [OUT_DIR]
 set -u -o pipefail
 bin=${1:?binary dir}
@@ -36,13 +37,9 @@ for prec in "1 pm1 2 unsigned" "2 signed 2 unsigned" "1 pm1 4 unsigned" "2 signe
       | tee -a "$out/verify.jsonl" | python3 -c "import json,sys; r=json.load(sys.stdin); print('w%da%d C=O=%d: %.2f us, mismatches %d' % (r['spec']['w_bits'], r['spec']['x_bits'], r['shape']['in_channels'], r['kernel_us'], r['mismatches']))" || status=1
   done
 done
-if [ -x "$bin/apnn_bench_gemm" ]; then
-  echo "== APMM vs cuBLASLt int8 / fp8 / fp16 (same process, same timing rule)"
-  "$bin/apnn_bench_gemm" --json "$out/bench_gemm.jsonl" || status=1
-fi
-if [ -x "$bin/apnn_bench_conv" ]; then
-  echo "== APConv vs cuDNN fp16 NHWC (same process, same timing rule)"
-  cudnn=$(find / -name 'libcudnn.so.9' -not -path '*/proc/*' 2>/dev/null | head -1)
-  LD_LIBRARY_PATH=$(dirname "${cudnn:-/usr/lib/x}"):${LD_LIBRARY_PATH:-} "$bin/apnn_bench_conv" --json "$out/bench_conv.jsonl" || status=1
-fi
+echo "== apnn bench: ours vs cuBLASLt int8/fp8/fp16 and cuDNN fp16/int8, one process, one timing rule"
+# cuDNN on the GPU machine is PyTorch's: apnn bench dlopens libcudnn.so.9 from LD_LIBRARY_PATH.
+cudnn=$(find / -name 'libcudnn.so.9' -not -path '*/proc/*' 2>/dev/null | head -1)
+LD_LIBRARY_PATH=$(dirname "${cudnn:-/usr/lib/x}"):${LD_LIBRARY_PATH:-} \
+  "$bin/apnn" bench ${APNN_BENCH_FLAGS:-} --json "$out/bench.json" --chart "$out/bench.svg" || status=1
 exit $status

@@ -87,6 +87,42 @@ bool choose_warps(Tile* t, const OperandFormat& w, const OperandFormat& x) {
 }
 
 Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
+  KernelSpec plain;
+  plain.w = w;
+  plain.x = x;
+  return default_tile(plain);
+}
+
+int staging_bytes(const Tile& t, const Epilogue& e) { return e.staged() ? t.bn * (t.bm + 4) * 4 : 0; }
+
+int kernel_shared_bytes(const Tile& t, const KernelSpec& spec) {
+  return std::max(shared_bytes(t, spec.w, spec.x), staging_bytes(t, spec.epilogue));
+}
+
+std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec) {
+  const Epilogue& e = spec.epilogue;
+  if (e.quantize() && t.bm % 32 != 0)
+    return fmt::format("tile.bm must be a multiple of 32 with a quantize epilogue (each packed word holds 32 output "
+                       "channels), got {}",
+                       t.bm);
+  if (const EpilogueOp* pool = e.pool(); pool && t.bn < pool->size * pool->size)
+    return fmt::format("tile.bn must hold a whole {}x{} pooling window ({} columns) with a pool epilogue, got {}", pool->size,
+                       pool->size, pool->size * pool->size, t.bn);
+  if (const int smem = kernel_shared_bytes(t, spec); smem > kMaxSharedBytes)
+    return fmt::format("tile needs {} bytes of shared memory to stage the epilogue (bn*(bm+4)*4), limit {}: use a smaller "
+                       "tile",
+                       smem, kMaxSharedBytes);
+  return {};
+}
+
+std::string check_kernel_tile(const Tile& t, const KernelSpec& spec) {
+  std::string why = check_tile(t, spec.w, spec.x);
+  return why.empty() ? check_epilogue_tile(t, spec) : why;
+}
+
+Tile default_tile(const KernelSpec& spec) {
+  const OperandFormat& w = spec.w;
+  const OperandFormat& x = spec.x;
   // Shape-independent default; shrink bk, then the tile, until it is legal.
   for (int bm : {64, 32})
     for (int bn : {64, 32})
@@ -96,8 +132,17 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
         t.bn = bn;
         t.bk = bk;
         t.stages = 3;
-        if (choose_warps(&t, w, x)) return t;
+        if (choose_warps(&t, w, x) && check_epilogue_tile(t, spec).empty()) return t;
       }
+  if (!spec.epilogue.empty())  // a chain may need bm >= 32 and bn >= 9: the smallest such tiles
+    for (int bn : {16, 8}) {
+      Tile t;
+      t.bm = 32;
+      t.bn = bn;
+      t.bk = 256;
+      t.stages = 2;
+      if (choose_warps(&t, w, x) && check_epilogue_tile(t, spec).empty()) return t;
+    }
   Tile t;  // 16x16 fits every precision (at most 32 groups x 8 registers with 1x2 warps)
   t.bm = 16;
   t.bn = 16;
@@ -127,7 +172,7 @@ int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandForma
 }
 
 bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
-  if (arch != "sm_90a" || spec.op != Op::Apmm || !spec.tile) return false;
+  if (arch != "sm_90a" || spec.op != Op::Apmm || !spec.tile || !spec.epilogue.empty()) return false;
   const char* off = std::getenv("APNN_DISABLE_WGMMA");
   if (off && *off && std::strcmp(off, "0") != 0) return false;
   return wgmma_tile_error(*spec.tile, spec.w, spec.x).empty();
@@ -160,6 +205,15 @@ namespace apnn::rules {
 
 Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N, int64_t K_bits,
                     int64_t tlp_threshold, int max_smem) {
+  KernelSpec plain;
+  plain.w = w;
+  plain.x = x;
+  return heuristic_tile(plain, M, N, K_bits, tlp_threshold, max_smem);
+}
+
+Tile heuristic_tile(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits, int64_t tlp_threshold, int max_smem) {
+  const OperandFormat& w = spec.w;
+  const OperandFormat& x = spec.x;
   struct Candidate {
     Tile t;
     int64_t tlp;
@@ -173,14 +227,15 @@ Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, i
       t.bn = bn;
       t.bk = K_bits <= 256 ? 256 : 512;
       t.stages = 3;
-      if (shared_bytes(t, w, x) > max_smem) t.stages = 2;
-      if (!choose_warps(&t, w, x) || shared_bytes(t, w, x) > max_smem) continue;
+      if (kernel_shared_bytes(t, spec) > max_smem) t.stages = 2;
+      if (!choose_warps(&t, w, x) || !check_epilogue_tile(t, spec).empty() || kernel_shared_bytes(t, spec) > max_smem)
+        continue;
       // Intensity of the part of the tile the problem fills: a 128-wide side over a batch of
       // 8 only adds idle rows.
       const double em = static_cast<double>(std::min<int64_t>(bm, M)), en = static_cast<double>(std::min<int64_t>(bn, N));
       legal.push_back({t, ((M + bm - 1) / bm) * ((N + bn - 1) / bn), 2.0 * em * en / (em + en)});
     }
-  if (legal.empty()) return default_tile(w, x);
+  if (legal.empty()) return default_tile(spec);
   // Highest TLP, then highest intensity, then the smallest tile (least padding work).
   std::sort(legal.begin(), legal.end(), [](const Candidate& a, const Candidate& b) {
     if (a.tlp != b.tlp) return a.tlp > b.tlp;

@@ -39,6 +39,17 @@ bool choose_warps(Tile* t, const OperandFormat& w, const OperandFormat& x);
 
 Tile default_tile(const OperandFormat& w, const OperandFormat& x);
 
+// With a fused epilogue (apnn/epilogue.h) the block's outputs may be staged in shared memory
+// (pooling windows, 32-channel packed words): bn*(bm+4) 4-byte values, reusing the pipeline's
+// buffers, so a kernel needs the larger of the two.
+int staging_bytes(const Tile& t, const Epilogue& e);
+int kernel_shared_bytes(const Tile& t, const KernelSpec& spec);
+// What the spec's epilogue asks of a tile (bm a multiple of 32 for quantize, a whole pooling
+// window per bn, shared memory); empty when it fits. check_tile covers the mainloop.
+std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec);
+std::string check_kernel_tile(const Tile& t, const KernelSpec& spec);  // both
+Tile default_tile(const KernelSpec& spec);
+
 // --- The sm_90a wgmma core of APMM (templates/gemm_sm90a.cuh) ---
 // A legal tile (check_tile) suits it when its warps form warpgroups of 4 warps of 16 rows
 // stacked along M (warps_m a multiple of 4, bm == 16*warps_m) and the columns per
@@ -47,8 +58,8 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x);
 inline constexpr int kWgmmaSmemSlack = 1024;
 std::string wgmma_tile_error(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
-// Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM,
-// a tile that suits it, and the environment variable APNN_DISABLE_WGMMA unset or "0"
+// Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM
+// with the plain int32 output (no fused epilogue yet), a tile that suits it, and the variable APNN_DISABLE_WGMMA unset or "0"
 // (the mma.sync core then runs the same tile, for comparisons).
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
 // A wgmma tile for a precision: 2 warpgroups along M (bm 128, 256 threads), the widest
@@ -68,5 +79,8 @@ namespace apnn::rules {
 // Candidates needing more than max_smem bytes of shared memory are skipped.
 Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N, int64_t K_bits,
                     int64_t tlp_threshold, int max_smem = kMaxSharedBytes);
+// The same among the tiles the spec's epilogue allows.
+Tile heuristic_tile(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits, int64_t tlp_threshold,
+                    int max_smem = kMaxSharedBytes);
 
 }  // namespace apnn::rules

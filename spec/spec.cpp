@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "apnn/error.h"
+#include "spec/epilogue.h"
 #include "spec/kernel_rules.h"
 
 namespace apnn {
@@ -125,10 +126,11 @@ KernelSpec parse_spec(const json& j, std::string_view origin) {
     s.op = Op::Apmm;
     for (const char* conv_only : {"kernel", "stride", "pad"})
       if (j.contains(conv_only)) fail(origin, fmt::format("field '{}' belongs to op \"apconv\", not \"apmm\"", conv_only));
-    reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "tile"}, "", origin);
+    reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "tile", "epilogue"}, "", origin);
   } else if (j.at("op") == "apconv") {
     s.op = Op::Apconv;
-    reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "kernel", "stride", "pad", "tile"}, "", origin);
+    reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "kernel", "stride", "pad", "tile", "epilogue"}, "",
+                   origin);
   } else {
     fail(origin, fmt::format("field 'op' must be one of \"apmm\", \"apconv\", got {}", j.at("op").dump()));
   }
@@ -137,7 +139,11 @@ KernelSpec parse_spec(const json& j, std::string_view origin) {
   s.x.bits = get_int(j, "x_bits", "x_bits", 1, kMaxBits, origin);
   s.x.enc = get_encoding(j, "x_enc", origin);
   if (s.op == Op::Apconv) s.conv = parse_conv(j, origin);
-  if (j.contains("tile")) s.tile = parse_tile(j.at("tile"), s.w, s.x, origin);
+  if (j.contains("epilogue")) s.epilogue = parse_epilogue(j.at("epilogue"), s.op == Op::Apconv, origin);
+  if (j.contains("tile")) {
+    s.tile = parse_tile(j.at("tile"), s.w, s.x, origin);
+    if (std::string why = rules::check_epilogue_tile(*s.tile, s); !why.empty()) fail(origin, why);
+  }
   return s;
 }
 
@@ -156,7 +162,7 @@ KernelSpec parse_spec_text(std::string_view text, std::string_view origin) {
 
 KernelSpec canonicalize(const KernelSpec& spec) {
   KernelSpec c = spec;
-  if (!c.tile) c.tile = rules::default_tile(c.w, c.x);
+  if (!c.tile) c.tile = rules::default_tile(c);
   return c;
 }
 
@@ -175,6 +181,8 @@ nlohmann::json to_json(const KernelSpec& spec) {
     const Tile& t = *spec.tile;
     j["tile"] = {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"stages", t.stages}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}};
   }
+  // Absent when empty: specs without a chain keep the canonical form (and cache keys) they had.
+  if (!spec.epilogue.empty()) j["epilogue"] = to_json(spec.epilogue);
   return j;
 }
 
@@ -183,9 +191,9 @@ std::string canonical_json(const KernelSpec& spec) { return to_json(canonicalize
 std::string spec_id(const KernelSpec& s) {
   const Tile t = s.tile.value_or(Tile{0, 0, 0, 0, 0, 0});
   const ConvParams& c = s.conv;
-  return fmt::format("{}|{}{}|{}{}|{},{},{},{},{},{}|{},{},{},{},{},{}", static_cast<int>(s.op), s.w.bits,
+  return fmt::format("{}|{}{}|{}{}|{},{},{},{},{},{}|{},{},{},{},{},{}|{}", static_cast<int>(s.op), s.w.bits,
                      static_cast<int>(s.w.enc), s.x.bits, static_cast<int>(s.x.enc), t.bm, t.bn, t.bk, t.stages, t.warps_m,
-                     t.warps_n, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw);
+                     t.warps_n, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, epilogue_id(s.epilogue));
 }
 
 }  // namespace apnn

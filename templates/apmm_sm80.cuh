@@ -1,8 +1,11 @@
 // APMM: Y (M x N) = W (M x K) . X (N x K)^T on packed bit planes (bitplane_layout.h).
 // X tiles are plain rows like W's; the epilogue adds the offset-encoding corrections
 //   Y = sum_g w_g*acc_g + beta_w*SX[n] + beta_x*SW[m] + K*beta_w*beta_x
-// (SW, SX: the rows' plane-weighted popcounts from packing) and stores int32.
+// (SW, SX: the rows' plane-weighted popcounts from packing), then runs the spec's fused
+// chain (epilogue.cuh): output channel o = m, output pixel q = n (out_hw = N), so a
+// quantized output is the next GEMM's X operand: N rows of K' = M values.
 #pragma once
+#include "epilogue.cuh"
 #include "gemm_sm80.cuh"
 
 namespace apnn {
@@ -10,56 +13,68 @@ namespace apnn {
 template <class T>
 struct ApmmProblem {
   using Core = GemmSm80<T>;
+  using E = typename T::Epi;
   const u32* __restrict__ a_planes;
   i64 a_plane_stride;
   int a_rows, a_ld, k_words;
   const u32* __restrict__ xp;
   const i32* __restrict__ wsum;
   const i32* __restrict__ xsum;
-  i32* __restrict__ y;
+  EpilogueArgs epi;
+  u32* smem;
   int M, N, K;
+  int out_pixels, out_hw, out_cw;  // N, N, ld of M bits (bitplane_layout.h)
 
   __device__ __forceinline__ void load_b(u32* dst, int n0, int kword0) const {
     Core::template load_operand<Core::kRowsB, T::kBN>(dst, xp, static_cast<i64>(N) * a_ld, N, n0, a_ld, kword0);
   }
 
+  __device__ __forceinline__ bool column_valid(int c) const { return blockIdx.y * T::kBN + c < N; }
+
+  // The corrected int32 product of row o and tile column c (wrapping u32 arithmetic).
+  template <class Acc>
+  __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
+    u32 v = Core::combine(acc, mi, ni, e);
+    if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * static_cast<u32>(wsum[o]);
+    if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(xsum[blockIdx.y * T::kBN + c]);
+    if (T::kOffsetW != 0 && T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(K);
+    return v;
+  }
+
   __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][Core::kMI][Core::kNI][4], int m_base, int n_base,
                                         int g, int tig) const {
+    if constexpr (E::kStaged) {
+      staged_store<T, Core>(*this, acc, m_base, n_base, g, tig);
+    } else {
+      using Final = typename E::Final;
+      Final* y = static_cast<Final*>(epi.out);
+      const int c_base = n_base - blockIdx.y * T::kBN;
 #pragma unroll
-    for (int mi = 0; mi < Core::kMI; ++mi)
+      for (int mi = 0; mi < Core::kMI; ++mi)
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int m = m_base + mi * 16 + g + half * 8;
-        if (m >= M) continue;
-        u32 row_term = 0;
-        if (T::kOffsetX != 0) row_term += static_cast<u32>(T::kOffsetX) * static_cast<u32>(wsum[m]);
-        if (T::kOffsetW != 0 && T::kOffsetX != 0)
-          row_term += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(K);
+        for (int half = 0; half < 2; ++half) {
+          const int m = m_base + mi * 16 + g + half * 8;
+          if (m >= M) continue;
 #pragma unroll
-        for (int ni = 0; ni < Core::kNI; ++ni) {
-          const int n = n_base + ni * 8 + 2 * tig;
-          u32 v[2];
+          for (int ni = 0; ni < Core::kNI; ++ni) {
+            const int c = c_base + ni * 8 + 2 * tig, n = n_base + ni * 8 + 2 * tig;
+            if (n >= N) continue;
+            Final v[2] = {0, 0};
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            v[e] = row_term + Core::combine(acc, mi, ni, half * 2 + e);
-            if (T::kOffsetW != 0 && n + e < N) v[e] += static_cast<u32>(T::kOffsetW) * static_cast<u32>(xsum[n + e]);
-          }
-          i32* out = y + static_cast<i64>(m) * N + n;
-          if ((N & 1) == 0 && n + 1 < N) {
-            *reinterpret_cast<i32x2*>(out) = i32x2{static_cast<i32>(v[0]), static_cast<i32>(v[1])};
-          } else {
-            if (n < N) out[0] = static_cast<i32>(v[0]);
-            if (n + 1 < N) out[1] = static_cast<i32>(v[1]);
+            for (int e = 0; e < 2; ++e)
+              if (n + e < N) v[e] = E::post(E::pre(static_cast<i32>(value(acc, mi, ni, half * 2 + e, m, c + e)), m, epi), m, epi);
+            store_pair(y + static_cast<i64>(m) * N + n, v[0], v[1], (N & 1) == 0 && n + 1 < N, n + 1 < N);
           }
         }
-      }
+    }
   }
 };
 
 template <class T>
 __device__ __forceinline__ void apmm_sm80(u32* smem, const u32* wp, const i32* wsum, const u32* xp, const i32* xsum,
-                                          i32* y, int M, int N, int K, int ld) {
-  const ApmmProblem<T> prob{wp, static_cast<i64>(M) * ld, M, ld, ld, xp, wsum, xsum, y, M, N, K};
+                                          const EpilogueArgs& epi, int M, int N, int K, int ld) {
+  const int out_cw = (M + 127) / 128 * 4;
+  const ApmmProblem<T> prob{wp, static_cast<i64>(M) * ld, M, ld, ld, xp, wsum, xsum, epi, smem, M, N, K, N, N, out_cw};
   GemmSm80<T>::run(smem, prob);
 }
 

@@ -1,6 +1,7 @@
-// APMM on the sm_90a wgmma core: the operands and the epilogue of apmm_sm80.cuh
+// APMM on the sm_90a wgmma core: the operands and the epilogue arithmetic of apmm_sm80.cuh
 // (ApmmProblem, whose accumulator fragment has the same shape), with the X tile loaded
-// in the wgmma core's swizzled K-major layout.
+// in the wgmma core's swizzled K-major layout. Plain int32 output only: specs with a fused
+// epilogue chain stay on the mma.sync core (rules::use_wgmma).
 #pragma once
 #include "apmm_sm80.cuh"
 #include "gemm_sm90a.cuh"
@@ -12,6 +13,9 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   using Core90 = GemmSm90a<T>;
   using Core80 = GemmSm80<T>;
   static constexpr int kNI = Core90::kNI;
+  // The plain int32 output only (rules::use_wgmma): fused chains read blockIdx.y and stage
+  // through shared memory, which this persistent core's pipeline still fills.
+  static_assert(!T::Epi::kStaged, "the wgmma core has no fused epilogue yet");
 
   __device__ __forceinline__ void load_b(u32* dst, int n0, int kword0) const {
     Core90::template load_operand<Core90::kRowsB, T::kBN>(dst, this->xp, static_cast<i64>(this->N) * this->a_ld, this->N,
@@ -53,7 +57,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       for (int half = 0; half < 2; ++half) {
         const int m = m_base + g + half * 8;
         if (m >= this->M) continue;
-        i32* row = this->y + static_cast<i64>(m) * this->N;
+        i32* row = static_cast<i32*>(this->epi.out) + static_cast<i64>(m) * this->N;
 #pragma unroll
         for (int c = 0; c < kChunk; ++c) {
           const int ni = ni0 + c;
@@ -74,8 +78,9 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
 
 template <class T>
 __device__ __forceinline__ void apmm_sm90a(u32* smem, const u32* wp, const i32* wsum, const u32* xp, const i32* xsum,
-                                           i32* y, int M, int N, int K, int ld) {
-  const ApmmProblemSm90a<T> prob{{wp, static_cast<i64>(M) * ld, M, ld, ld, xp, wsum, xsum, y, M, N, K}};
+                                           const EpilogueArgs& epi, int M, int N, int K, int ld) {
+  const int out_cw = (M + 127) / 128 * 4;
+  const ApmmProblemSm90a<T> prob{{wp, static_cast<i64>(M) * ld, M, ld, ld, xp, wsum, xsum, epi, smem, M, N, K, N, N, out_cw}};
   GemmSm90a<T>::run(smem, prob);
 }
 

@@ -13,6 +13,7 @@
 
 #include "apnn/cache.h"
 #include "apnn/conv_layout.h"
+#include "apnn/epilogue.h"
 #include "apnn/spec.h"
 
 namespace apnn {
@@ -68,13 +69,33 @@ struct ConvShape {
   int64_t O = 0;                       // output channels
 };
 
-// Y (N, O, Ho, Wo) int32 = the convolution of X (N, C, H, W) with W (O, C, Kh, Kw), every
-// padded position holding the value 0; kernel, stride and pad come from the (apconv) spec.
+// A layer's output after its spec's epilogue chain (apnn/epilogue.h).
+struct LayerResult {
+  OutputType type = OutputType::Int32;
+  std::vector<int64_t> shape;    // apmm (M, N); apconv (N, O, Ho', Wo'), after any pool
+  std::vector<int32_t> i32;      // Int32
+  std::vector<float> f32;        // Float32
+  std::vector<uint32_t> planes;  // Packed: conv_layout.h activations with C = O; for apmm the
+                                 // bitplane_layout.h operand of N rows x K' = M values
+  std::vector<int32_t> sums;     // Packed: pixsum per output pixel (apmm: rowsum per row n)
+  OperandFormat packed;          // Packed: the quantizer's format
+};
+
+// The integer values of a Packed result, in `shape` order.
+std::vector<int16_t> unpack_layer(const LayerResult& r);
+
+// The convolution of X (N, C, H, W) with W (O, C, Kh, Kw), every padded position holding the
+// value 0 (kernel, stride and pad from the apconv spec), then the spec's chain with `params`.
+LayerResult apconv_layer(Engine& engine, const KernelSpec& spec, const int16_t* W, const int16_t* X, const ConvShape& shape,
+                         const EpilogueParams& params = {});
+// W (M x K) . X (N x K)^T, then the spec's chain; values int16 row-major within the spec's
+// encodings (checked: Error(InvalidInput) names the operand, index and value).
+LayerResult apmm_layer(Engine& engine, const KernelSpec& spec, const int16_t* W, const int16_t* X, const ApmmShape& shape,
+                       const EpilogueParams& params = {});
+
+// The int32 outputs of specs without a chain: Y (N, O, Ho, Wo) and Y (M x N).
 std::vector<int32_t> apconv(Engine& engine, const KernelSpec& spec, const int16_t* W, const int16_t* X,
                             const ConvShape& shape);
-
-// Y (M x N, int32, row-major) = W (M x K) . X (N x K)^T; values int16 row-major within the
-// spec's encodings (checked: Error(InvalidInput) names the operand, index and value).
 std::vector<int32_t> apmm(Engine& engine, const KernelSpec& spec, const int16_t* W, const int16_t* X,
                           const ApmmShape& shape);
 

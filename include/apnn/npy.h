@@ -17,9 +17,20 @@ struct NpyArray {
 // malformed content; both messages are one line starting with "<path>: ".
 NpyArray read_npy_int(const std::string& path);
 
+// A float array (float32 '<f4' or float64 '<f8', either byte order, C or Fortran order) as
+// double; any other dtype is Error(InvalidInput) naming it.
+struct NpyFloatArray {
+  std::vector<int64_t> shape;
+  std::vector<double> values;
+};
+NpyFloatArray read_npy_float(const std::string& path);
+
 // Writes a version 1.0 file with numpy's exact header layout. The file is replaced atomically,
 // so a failure (Error(Io)) never leaves a half-written file behind.
 void write_npy_int32(const std::string& path, const std::vector<int64_t>& shape, const int32_t* data);
+
+// A '<f4' file, atomically like write_npy_int32.
+void write_npy_float32(const std::string& path, const std::vector<int64_t>& shape, const float* data);
 
 // As above for any integer dtype descr ("<i2", ">u4", "|b1", ...); values that do not fit the
 // dtype or a shape that does not match are Error(InvalidInput).

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apnn/encoding.h"
+#include "apnn/epilogue.h"
 
 namespace apnn {
 
@@ -40,6 +41,7 @@ struct KernelSpec {
   OperandFormat w{1, Encoding::Pm1};
   OperandFormat x{2, Encoding::Unsigned};
   std::optional<Tile> tile;  // absent: the library chooses (see canonicalize)
+  Epilogue epilogue;         // fused output chain (apnn/epilogue.h); empty: int32 output
 };
 
 // Throws Error(InvalidSpec) naming the field. `origin` (a file name) prefixes messages.

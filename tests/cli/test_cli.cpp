@@ -467,3 +467,26 @@ TEST_CASE("cli: apconv specs compile to their own key; gemm/conv/verify refuse t
                  3, {"no CUDA"});
   }
 }
+
+TEST_CASE("cli: bench without a GPU exits 3 with the driver message; bad selections exit 2") {
+  Sandbox sb;
+  const Result probe = sb.run({"bench", "--quick"});
+  if (contains(probe.err, "was not built")) {
+    MESSAGE("apnn bench was not built here (no cublasLt.h): " << probe.err);
+    CHECK(probe.code == 2);
+    return;
+  }
+  // Options are checked before the GPU is looked for.
+  expect_error(sb, {"bench", "--prec", "w3a3"}, 2, {"--prec", "w3a3", "w1a2"});
+  expect_error(sb, {"bench", "--shapes", "nosuchshape"}, 2, {"--shapes", "nosuchshape"});
+  expect_error(sb, {"bench", "--gemm-only", "--conv-only"}, 2, {"--conv-only"});
+  expect_error(sb, {"bench", "--launches", "0"}, 2, {"--launches"});
+  if (driver_loadable()) {
+    MESSAGE("libcuda.so.1 is loadable here: the no-driver check does not apply");
+    return;
+  }
+  const std::string json_path = sb.path("bench.json").string();
+  const Result r = expect_error(sb, {"bench", "--quick", "--json", json_path}, 3, {});
+  CHECK((contains(r.err, "no CUDA driver") || contains(r.err, "no CUDA device")));
+  CHECK_FALSE(fs::exists(json_path));
+}

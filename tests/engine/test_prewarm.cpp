@@ -161,10 +161,12 @@ TEST_CASE("prewarm: the example models compile every distinct kernel into the ca
   }
   CHECK(cache_entries(s.cache()) == all.size());
 
-  // ResNet-18's identical layers share a kernel; its first layer (8-bit input) has its own.
+  // ResNet-18's identical layers share a kernel; a block's conv1 (chain to 2-bit) and conv2
+  // (chain to float, before the residual add) differ; the first layer (8-bit input) has its own.
   const apnn::PrewarmReport& res = s.cold.at("resnet18_w1a2");
-  CHECK(row_of(res, "layer1.0.conv1") == row_of(res, "layer1.1.conv2"));
-  CHECK(row_of(res, "layer4.0.conv2") == row_of(res, "layer4.1.conv1"));
+  CHECK(row_of(res, "layer1.0.conv1") == row_of(res, "layer1.1.conv1"));
+  CHECK(row_of(res, "layer4.0.conv2") == row_of(res, "layer4.1.conv2"));
+  CHECK(row_of(res, "layer1.0.conv1") != row_of(res, "layer1.0.conv2"));
   CHECK(row_of(res, "conv1")->layers.size() == 1);
   CHECK(res.misses == res.kernels);
 }

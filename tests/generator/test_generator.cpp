@@ -360,6 +360,13 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
     CHECK_FALSE(apnn::rules::wgmma_tile_error(*s.tile, s.w, s.x).empty());
     CHECK(contains(apnn::generate(s, "sm_90a").source, "apnn::apmm_sm80<Traits>("));
   }
+  // A fused epilogue chain keeps the mma.sync core (the wgmma core stores int32 only).
+  KernelSpec fused = apnn::parse_spec_text(
+      R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","epilogue":[{"op":"scale_bias"},{"op":"relu"}],
+          "tile":{"bm":128,"bn":128,"bk":1024,"stages":4,"warps_m":8,"warps_n":1}})",
+      "test");
+  CHECK_FALSE(apnn::rules::use_wgmma(apnn::canonicalize(fused), "sm_90a"));
+  CHECK(contains(apnn::generate(apnn::canonicalize(fused), "sm_90a").source, "apnn::apmm_sm80<Traits>("));
   // The environment switch turns it off (for comparisons of the two cores on one tile).
   setenv("APNN_DISABLE_WGMMA", "1", 1);
   CHECK(contains(apnn::generate(suits, "sm_90a").source, "apnn::apmm_sm80<Traits>("));

@@ -1,0 +1,124 @@
+#include "bench/peak_probe.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compiler/nvrtc_compiler.h"
+#include "runtime/device.h"
+#include "runtime/device_buffer.h"
+#include "runtime/module.h"
+
+namespace apnn::bench {
+
+namespace {
+
+// Operands come from fixed registers / one shared-memory tile: only the issue rate matters.
+constexpr const char* kCommon = R"(
+typedef unsigned int u32;
+typedef unsigned long long u64;
+extern "C" __global__ void mma_b1_peak(int iters, int* out) {
+  u32 a0 = threadIdx.x * 2654435761u, a1 = a0 * 3, a2 = a0 * 5, a3 = a0 * 7, b0 = a0 * 11, b1 = a0 * 13;
+  int c[16] = {};
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 16; j += 4)
+      asm volatile("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                   : "+r"(c[j]), "+r"(c[j + 1]), "+r"(c[j + 2]), "+r"(c[j + 3])
+                   : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+  int s = 0;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) s += c[j];
+  if (s == 0x7fffffff) out[0] = s;
+}
+)";
+
+constexpr int kWgmmaThreads = 256, kWgmmaSmem = 65536, kMmaThreads = 256;
+
+std::string wgmma_kernel() {
+  std::string regs, outs;
+  for (int i = 0; i < 64; ++i) {
+    regs += fmt::format("{}%{}", i ? "," : "", i);
+    outs += fmt::format("{}\"+r\"(d[{}])", i ? ", " : "", i);
+  }
+  return fmt::format(R"(
+__device__ __forceinline__ u64 smem_desc(const void* p) {{
+  u64 g;
+  asm("cvta.to.shared.u64 %0, %1;\n" : "=l"(g) : "l"(p));
+  const u32 a = (u32)g;
+  return (u64)((a >> 4) & 0x3FFF) | ((u64)(128 >> 4) << 16) | ((u64)(256 >> 4) << 32);  // no swizzle
+}}
+extern "C" __global__ void __launch_bounds__(256, 1) wgmma_b1_peak(int iters, int* out) {{
+  extern __shared__ __align__(1024) unsigned char smem[];
+  for (int i = threadIdx.x; i < 16384; i += blockDim.x) ((u32*)smem)[i] = i * 2654435761u;
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  const u64 da = smem_desc(smem + wg * 8192), db = smem_desc(smem + 16384 + wg * 8192);
+  int d[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) d[i] = 0;
+  for (int it = 0; it < iters; ++it) {{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      asm volatile("{{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n128k256.s32.b1.b1.and.popc {{{}}}, %64, %65, p;\n}}\n"
+                   : {} : "l"(da), "l"(db));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  }}
+  int s = 0;
+#pragma unroll
+  for (int i = 0; i < 64; ++i) s += d[i];
+  if (s == 0x7fffffff) out[0] = s;
+}}
+)",
+                     regs, outs);
+}
+
+// The best of three timed launches (the first, untimed, loads and warms).
+double probe_tops(LoadedModule& m, const char* kernel, const LaunchDims& d, int iters, double ops_per_iter) {
+  DeviceBuffer out(4);
+  CUdeviceptr out_ptr = out.ptr();
+  int warm = 100;
+  void* warm_args[] = {&warm, &out_ptr};
+  m.launch(kernel, d, warm_args);
+  void* args[] = {&iters, &out_ptr};
+  EventTimer timer;
+  double best = 0;
+  for (int r = 0; r < 3; ++r) {
+    timer.start();
+    m.launch(kernel, d, args);
+    best = std::max(best, ops_per_iter * iters / (timer.stop_ms() * 1e-3) / 1e12);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string peak_probe_source(bool with_wgmma) { return kCommon + (with_wgmma ? wgmma_kernel() : std::string()); }
+
+Peaks measure_peaks() {
+  const DeviceInfo& dev = current_device();
+  const bool wgmma = dev.arch() == "sm_90a";
+  GeneratedSource src;
+  src.name = "apnn_peak_probe.cu";
+  src.source = peak_probe_source(wgmma);
+  src.kernels = {"mma_b1_peak"};
+  if (wgmma) src.kernels.push_back("wgmma_b1_peak");
+  LoadedModule m(compile_cubin(src, dev.arch()).cubin, "peak probe");
+  Peaks p;
+  const unsigned sms = static_cast<unsigned>(dev.sm_count);
+  // mma.sync: 4 blocks of 8 warps per SM, 4 MMAs of 16x8x256 per warp and iteration.
+  const double mma_ops = 2.0 * 16 * 8 * 256 * 4 * (4.0 * sms * kMmaThreads / 32);
+  p.mma_sync_b1_tops = probe_tops(m, "mma_b1_peak", {4 * sms, 1, 1, kMmaThreads, 0}, 8000, mma_ops);
+  if (wgmma) {
+    // One block of 2 warpgroups per SM, 4 wgmma of 64x128x256 per warpgroup and iteration.
+    const double wg_ops = 2.0 * 64 * 128 * 256 * 4 * sms * (kWgmmaThreads / 128);
+    p.wgmma_b1_tops = probe_tops(m, "wgmma_b1_peak", {sms, 1, 1, kWgmmaThreads, kWgmmaSmem}, 4000, wg_ops);
+  }
+  return p;
+}
+
+}  // namespace apnn::bench

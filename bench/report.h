@@ -1,0 +1,72 @@
+// The results of one `apnn bench` run: rows of ours and the vendor's, the arithmetic that
+// compares them, the terminal table and the JSON document (--json). No GPU needed.
+//
+// Every implementation of a shape is charged the same logical operations (ops: 2*M*N*K for a
+// GEMM, 2*N*O*Ho*Wo*C*Kh*Kw for a convolution), so TOPS ratios are time ratios. Our binary
+// work is ops*p*q 1-bit AND-popcount operations, compared with the measured binary peaks.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/svg_chart.h"
+
+namespace apnn::bench {
+
+struct Timing {
+  double us = 0;     // median per-launch time
+  int launches = 0;  // back-to-back launches per repeat
+  int repeats = 0;
+  int sets = 0;      // input buffer sets cycled through
+};
+
+struct Row {
+  std::string op;          // "gemm" | "conv"
+  std::string shape;       // the case's label
+  nlohmann::json dims;     // {"m","n","k"} or {"batch","in_channels",...}
+  double ops = 0;          // logical operations of the shape
+  std::string impl;        // "apnn" or a vendor path: "cublaslt-int8", "cudnn-fp16-nhwc", ...
+  std::string prec;        // "w1a2" for ours, the data type for the vendor's
+  int p = 0, q = 0;        // ours only
+  bool available = true;   // false: the vendor offers nothing for this shape (see note)
+  std::string note;        // why unavailable, or what was picked (algorithm, engine)
+  Timing t;
+  uint64_t checked = 0, mismatches = 0;  // ours: output elements compared with the CPU reference
+  nlohmann::json spec;     // ours: the canonical kernel spec
+};
+
+Row make_row(const std::string& op, const std::string& shape, const nlohmann::json& dims, double ops,
+             const std::string& impl, const std::string& prec);
+
+struct Peaks {
+  double wgmma_b1_tops = 0;     // 0: not measured (no sm_90a)
+  double mma_sync_b1_tops = 0;
+};
+
+double tops(double ops, double us);                      // 1e12 operations per second
+double speedup(double vendor_us, double ours_us);        // > 1: ours is faster
+double efficiency(double binary_tops, double peak_tops); // fraction of the peak, 0 without a peak
+double gemm_ops(int64_t M, int64_t N, int64_t K);
+double conv_ops(int64_t N, int64_t O, int64_t Ho, int64_t Wo, int64_t C, int kh, int kw);
+
+struct Report {
+  std::string device, arch;
+  Peaks peaks;
+  nlohmann::json settings;  // the timing rule and options used
+  std::vector<Row> rows;
+  nlohmann::json fusion = nlohmann::json::array();  // the fusion section's rows (run_fusion.cpp)
+
+  // The fastest available vendor row of (op, shape); nullptr when there is none.
+  const Row* best_vendor(const std::string& op, const std::string& shape) const;
+  // One row as JSON, with its TOPS and, for ours, speedup and binary efficiency.
+  nlohmann::json row_json(const Row& r) const;
+  nlohmann::json to_json() const;
+  void print_table(std::FILE* out) const;
+  // One panel per op: our speedup over the best vendor path, per shape and precision.
+  std::vector<ChartPanel> speedup_panels() const;
+};
+
+}  // namespace apnn::bench

@@ -1,0 +1,143 @@
+#include "bench/run_bench.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "apnn/error.h"
+#include "bench/cublaslt_lib.h"
+#include "bench/peak_probe.h"
+#include "bench/sections.h"
+#include "engine/conv_runner.h"
+#include "engine/tile_choice.h"
+#include "runtime/device.h"
+
+#ifdef APNN_BENCH_CUDNN
+#include "bench/cudnn_lib.h"
+#endif
+
+namespace apnn::bench {
+
+namespace {
+
+// Every kernel the plan needs, compiled into the cache on all cores before any timing
+// (NVRTC takes 0.2-0.5 s per kernel; a full run needs about a hundred).
+void prewarm(Engine& engine, const Plan& plan, const std::string& arch) {
+  std::map<std::string, KernelSpec> specs;
+  for (const GemmCase& c : plan.gemm)
+    for (const Precision& p : plan.gemm_prec) {
+      KernelSpec s;
+      s.w = p.w;
+      s.x = p.x;
+      s = with_tile_for(s, apmm_problem(c.shape));
+      specs.emplace(canonical_json(s), s);
+    }
+  for (const ConvCase& c : plan.conv)
+    for (const Precision& p : plan.conv_prec) {
+      KernelSpec s;
+      s.op = Op::Apconv;
+      s.conv = c.params;
+      s.w = p.w;
+      s.x = p.x;
+      s = with_tile_for(s, conv_problem(s, c.shape));
+      specs.emplace(canonical_json(s), s);
+    }
+  std::vector<KernelSpec> list;
+  for (auto& [key, s] : specs) list.push_back(s);
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  std::exception_ptr failure;
+  std::mutex mu;
+  const unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), list.size()));
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < list.size(); i = next++) try {
+          engine.compile(list[i], arch);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!failure) failure = std::current_exception();
+        }
+    });
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  std::fprintf(stderr, "bench: %zu kernels ready\n", list.size());
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f.good()) throw Error(ErrorKind::Io, fmt::format("cannot write {}", path));
+}
+
+}  // namespace
+
+Timing time_best_candidate(const TimingRule& rule, int candidates, int sets, const std::function<void(int)>& use,
+                           const std::function<void(int)>& launch, int* chosen) {
+  *chosen = fastest_candidate(rule, candidates, sets, use, launch);
+  use(*chosen);
+  return time_rotated(rule, sets, launch);
+}
+
+bool conv_section_built() {
+#ifdef APNN_BENCH_CUDNN
+  return true;
+#else
+  return false;
+#endif
+}
+
+int run_bench(const BenchOptions& o) {
+  if (o.conv && !o.gemm && !conv_section_built())
+    throw Error(ErrorKind::InvalidInput, "the convolution benchmark was not built (cuDNN's header cudnn.h not found at build time)");
+  const bool conv = o.conv && conv_section_built();
+  const Plan plan = select(o.selection, o.gemm, conv);
+  const auto t0 = std::chrono::steady_clock::now();
+  const DeviceInfo& dev = current_device();  // no GPU: Error(NoDriver/NoDevice), exit 3
+  Report report;
+  report.device = dev.name;
+  report.arch = dev.arch();
+  report.settings = {{"launches", o.rule.launches},
+                     {"repeats", o.rule.repeats},
+                     {"warmup_ms", o.rule.warmup_ms},
+                     {"max_repeat_ms", o.rule.max_repeat_ms},
+                     {"quick", o.selection.quick},
+                     {"shapes", o.selection.shapes},
+                     {"precisions", o.selection.precisions}};
+  if (!plan.gemm.empty()) report.settings["cublaslt"] = cublaslt_version();
+#ifdef APNN_BENCH_CUDNN
+  if (!plan.conv.empty()) report.settings["cudnn"] = cudnn_version();
+#endif
+  if (o.conv && !conv) std::fprintf(stderr, "bench: the convolution section was not built (no cudnn.h): GEMM only\n");
+
+  report.peaks = measure_peaks();
+  std::fprintf(stderr, "bench: %s (%s): binary AND peak %.0f TOPS wgmma, %.0f TOPS mma.sync\n", dev.name.c_str(),
+               report.arch.c_str(), report.peaks.wgmma_b1_tops, report.peaks.mma_sync_b1_tops);
+  Engine engine;
+  prewarm(engine, plan, report.arch);
+  Section section{engine, report, o.rule, l2_bytes()};
+  if (!plan.gemm.empty()) run_gemm_section(section, plan);
+#ifdef APNN_BENCH_CUDNN
+  if (!plan.conv.empty()) run_conv_section(section, plan);
+#endif
+  if (o.fusion) run_fusion_section(section, o.selection.quick);
+  report.settings["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::printf("apnn bench on %s (%s); binary AND peaks: wgmma %.0f TOPS, mma.sync %.0f TOPS\n", report.device.c_str(),
+              report.arch.c_str(), report.peaks.wgmma_b1_tops, report.peaks.mma_sync_b1_tops);
+  std::printf("times: median per launch (us); speedup: best vendor time / ours; bin TOPS: ops*p*q/time; exact: "
+              "checked against the CPU reference\n\n");
+  report.print_table(stdout);
+  print_fusion_table(report.fusion, stdout);
+  if (!o.json_path.empty()) write_file(o.json_path, report.to_json().dump(1) + "\n");
+  if (!o.chart_path.empty()) write_file(o.chart_path, chart_svg(report.speedup_panels()));
+  if (section.mismatch) std::fprintf(stderr, "apnn: bench: an output of ours differs from the CPU reference (rows marked NO)\n");
+  return section.mismatch ? 1 : 0;
+}
+
+}  // namespace apnn::bench

@@ -1,0 +1,42 @@
+// The run-time side of a fused epilogue on the GPU: the chain's parameters copied to the
+// device, the layer's output buffers, and the kernel parameter that points at both.
+#pragma once
+#include <cstdint>
+
+#include "apnn/epilogue.h"
+#include "runtime/device_buffer.h"
+
+namespace apnn {
+
+// The output of a layer as (images, channels, height, width): apconv (N, O, Ho', Wo'),
+// apmm (1, M, 1, N) (see apnn/epilogue_reference.h).
+struct OutputDims {
+  int64_t N = 0, C = 0, H = 0, W = 0;
+  int64_t pixels() const { return N * H * W; }
+};
+
+struct LayerBuffers {
+  DeviceBuffer values;  // int32 / float32 values, or the packed planes of a quantize
+  DeviceBuffer sums;    // quantize: per output pixel sum_s alpha_s*popc (pixsum / rowsum)
+};
+
+// Mirrors apnn::EpilogueArgs of templates/epilogue.cuh, passed by value to the kernel.
+struct EpilogueKernelArgs {
+  CUdeviceptr scale = 0, bias = 0, q_scale = 0, q_zero = 0, out = 0, out_sum = 0;
+};
+
+class EpilogueDevice {
+ public:
+  EpilogueDevice() = default;
+  // Checks the parameters (check_epilogue_params) and uploads them.
+  EpilogueDevice(const Epilogue& e, const EpilogueParams& p, int64_t channels);
+
+  // Buffers of the right size for `dims` (the poison value fills value buffers, for checks).
+  static LayerBuffers allocate(const Epilogue& e, const OutputDims& dims);
+  EpilogueKernelArgs args(const LayerBuffers& out) const;
+
+ private:
+  DeviceBuffer scale_, bias_, q_scale_, q_zero_;
+};
+
+}  // namespace apnn

@@ -1,0 +1,139 @@
+// Fused epilogue chains on the GEMM core's accumulators (include/apnn/epilogue.h has the
+// arithmetic; the CPU reference follows it op for op). The chain is compiled in: the
+// generator emits struct Epi with
+//   typedefs Staged, Pooled, Final (i32 or float: the value after the ops before pool, after
+//   pool, after the ops after pool), constants kStaged kPool kPoolMax kPoolSize kPoolStride
+//   kQuantize kQBits kQEnc kQPerChannel, and the straight-line functions
+//   pre(i32 accumulator, o, args) -> Staged and post(Pooled, o, args) -> Final.
+// A Problem (apmm_sm80.cuh, conv_sm80.cuh) supplies the geometry: output channel o (the
+// GEMM row), tile columns, and output pixels q = img * out_hw + pix.
+#pragma once
+#include "apnn_types.cuh"
+#include "ptx_sm80.cuh"
+
+namespace apnn {
+
+// Run-time operands of a chain, one kernel parameter. Unused pointers are null.
+struct EpilogueArgs {
+  const float* scale;    // scale_bias: [O]
+  const float* bias;     // scale_bias: [O]
+  const float* q_scale;  // quantize: [1] or [O]
+  const float* q_zero;   // quantize: [1] or [O]
+  void* out;             // i32 / float values, or (quantize) packed planes
+  i32* out_sum;          // quantize: per output pixel sum_s alpha_s*popc (zeroed before launch)
+};
+
+struct alignas(8) f32x2 { float x, y; };
+
+// Two adjacent outputs, one 8-byte store when both exist and are aligned.
+__device__ __forceinline__ void store_pair(i32* out, i32 a, i32 b, bool pair_ok, bool second_ok) {
+  if (pair_ok) *reinterpret_cast<i32x2*>(out) = i32x2{a, b};
+  else { out[0] = a; if (second_ok) out[1] = b; }
+}
+__device__ __forceinline__ void store_pair(float* out, float a, float b, bool pair_ok, bool second_ok) {
+  if (pair_ok) *reinterpret_cast<f32x2*>(out) = f32x2{a, b};
+  else { out[0] = a; if (second_ok) out[1] = b; }
+}
+
+// Plane bits of y = clamp(floor((x - z) / s)) (pm1: y = 2k - (2^q - 1), bits = k).
+template <class E>
+__device__ __forceinline__ u32 quantize_code(float x, int o, const EpilogueArgs& a) {
+  const int i = E::kQPerChannel ? o : 0;
+  constexpr float kLo = E::kQEnc == kEncSigned ? -static_cast<float>(1 << (E::kQBits - 1)) : 0.0f;
+  constexpr float kHi = E::kQEnc == kEncSigned ? static_cast<float>((1 << (E::kQBits - 1)) - 1)
+                                                : static_cast<float>((1 << E::kQBits) - 1);
+  float t = floorf((x - a.q_zero[i]) / a.q_scale[i]);
+  t = t < kLo ? kLo : (t > kHi ? kHi : t);
+  return static_cast<u32>(static_cast<i32>(t)) & ((1u << E::kQBits) - 1u);
+}
+
+// Pool over the window's kSS staged columns (row-major), in the reference's order.
+template <class E, int kSS, int kLd>
+__device__ __forceinline__ typename E::Pooled pool_window(const typename E::Staged* st, int col0, int r) {
+  if constexpr (!E::kPool) {
+    return st[col0 * kLd + r];
+  } else if constexpr (E::kPoolMax) {
+    typename E::Staged v = st[col0 * kLd + r];
+#pragma unroll
+    for (int k = 1; k < kSS; ++k) {
+      const typename E::Staged w = st[(col0 + k) * kLd + r];
+      v = w > v ? w : v;
+    }
+    return v;
+  } else {
+    float s = static_cast<float>(st[col0 * kLd + r]);
+#pragma unroll
+    for (int k = 1; k < kSS; ++k) s = s + static_cast<float>(st[(col0 + k) * kLd + r]);
+    return s / static_cast<float>(kSS);
+  }
+}
+
+// The staged path (a chain with pool or quantize): every thread writes its values after the
+// pre-pool ops into shared memory as [column][row]; then whole warps take (output pixel,
+// 32 rows): lane = output channel, so a quantized plane word is one __ballot_sync.
+//   P::value(acc, mi, ni, e, o, c): the corrected accumulator of row o, tile column c
+//   P::column_valid(c), P::out_pixels, P::out_hw, P::out_cw, P::a_rows (O), P::smem, P::epi
+template <class T, class Core, class P, class Acc>
+__device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig) {
+  using E = typename T::Epi;
+  using Staged = typename E::Staged;
+  constexpr int kLd = T::kBM + 4;  // 2*kLd = 8 (mod 32) banks: the fragment stores do not conflict
+  constexpr int kSS = E::kPool ? E::kPoolSize * E::kPoolSize : 1;
+  constexpr int kOutPerTile = T::kBN / kSS;
+  constexpr int kChunks = (T::kBM + 31) / 32;
+  const int O = prob.a_rows;
+  const int m0 = blockIdx.x * T::kBM, n0 = blockIdx.y * T::kBN;
+  Staged* st = reinterpret_cast<Staged*>(prob.smem);
+  ptx::cp_async_wait<0>();
+  __syncthreads();  // every warp is done with the pipeline's buffers
+#pragma unroll
+  for (int mi = 0; mi < Core::kMI; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = m_base - m0 + mi * 16 + g + half * 8;
+      const int o = m0 + r;
+#pragma unroll
+      for (int ni = 0; ni < Core::kNI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int c = n_base - n0 + ni * 8 + 2 * tig + e;
+          if (o < O && prob.column_valid(c))
+            st[c * kLd + r] = E::pre(static_cast<i32>(prob.value(acc, mi, ni, half * 2 + e, o, c)), o, prob.epi);
+        }
+    }
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  for (int task = threadIdx.x >> 5; task < kOutPerTile * kChunks; task += Core::kThreads / 32) {
+    const int j = task / kChunks, chunk = task - j * kChunks;
+    const int q = blockIdx.y * kOutPerTile + j;
+    if (q >= prob.out_pixels) continue;  // warp-uniform
+    const int r = chunk * 32 + lane, o = m0 + r;
+    const bool ok = r < T::kBM && o < O;
+    const int img = q / prob.out_hw, pix = q - img * prob.out_hw;
+    typename E::Final x = 0;
+    if (ok) x = E::post(pool_window<E, kSS, kLd>(st, j * kSS, r), o, prob.epi);
+    if constexpr (E::kQuantize) {
+      const u32 code = ok ? quantize_code<E>(static_cast<float>(x), o, prob.epi) : 0u;
+      u32* planes = static_cast<u32*>(prob.epi.out);
+      const int cw = m0 / 32 + chunk;
+      i32 sum = 0;
+#pragma unroll
+      for (int s = 0; s < E::kQBits; ++s) {
+        const u32 word = __ballot_sync(0xffffffffu, (code >> s) & 1u);
+        sum += plane_weight(E::kQBits, E::kQEnc, s) * __popc(word);
+        if (lane == s) planes[((static_cast<i64>(img) * E::kQBits + s) * prob.out_hw + pix) * prob.out_cw + cw] = word;
+      }
+      if (lane == 0 && sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
+      // Words past the last block's channels (up to the 128-bit row) are zero bits.
+      if (blockIdx.x == gridDim.x - 1 && chunk == kChunks - 1)
+        for (int w = (m0 + T::kBM) / 32 + lane; w < prob.out_cw; w += 32)
+#pragma unroll
+          for (int s = 0; s < E::kQBits; ++s)
+            planes[((static_cast<i64>(img) * E::kQBits + s) * prob.out_hw + pix) * prob.out_cw + w] = 0u;
+    } else {
+      if (ok) static_cast<typename E::Final*>(prob.epi.out)[(static_cast<i64>(img) * O + o) * prob.out_hw + pix] = x;
+    }
+  }
+}
+
+}  // namespace apnn

@@ -1,0 +1,277 @@
+// `apnn bench` without a GPU: the shape list and filters, the TOPS / speedup / efficiency
+// arithmetic, the JSON row format, the table, the SVG chart and the timing plan.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <regex>
+#include <string>
+
+#include "apnn/error.h"
+#include "bench/cases.h"
+#include "bench/peak_probe.h"
+#include "bench/report.h"
+#include "bench/svg_chart.h"
+#include "bench/timing.h"
+#include "compiler/nvrtc_compiler.h"
+#include "test_util.h"
+
+using namespace apnn;
+using namespace apnn::bench;
+
+namespace {
+
+size_t count_of(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = s.find(needle); at != std::string::npos; at = s.find(needle, at + 1)) ++n;
+  return n;
+}
+
+Row ours(const std::string& shape, const std::string& prec, int p, int q, double ops, double us) {
+  Row r{"gemm", shape, {{"m", 1}}, ops, "apnn", prec};
+  r.p = p, r.q = q, r.t.us = us, r.checked = 10;
+  return r;
+}
+
+Row vendor(const std::string& shape, const std::string& impl, double ops, double us) {
+  Row r{"gemm", shape, {{"m", 1}}, ops, impl, "int8"};
+  r.t.us = us;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("bench: the issue's shape and precision lists") {
+  const auto g = gemm_cases();
+  REQUIRE(g.size() == 19);
+  CHECK(g.front().label == "64x128x128");
+  CHECK(g[17].label == "8192x4096x4096");
+  CHECK(g.back().label == "8192x8192x8192");
+  std::vector<std::string> names;
+  for (const Precision& p : gemm_precisions()) names.push_back(p.name());
+  CHECK(names == std::vector<std::string>{"w1a1", "w1a2", "w1a3", "w1a4", "w2a2", "w2a4", "w4a4", "w2a8", "w8a8"});
+  CHECK(make_precision(1, 1).w.enc == Encoding::Unsigned);
+  CHECK(make_precision(1, 2).w.enc == Encoding::Pm1);
+  CHECK(make_precision(2, 8).w.enc == Encoding::Signed);
+  CHECK(make_precision(2, 8).x.enc == Encoding::Unsigned);
+
+  const auto c = conv_cases();
+  REQUIRE(c.size() == 4 + 2 * 10);
+  CHECK(c[0].label == "n1-16x16x128-o128-k3s1");
+  CHECK(c[3].label == "n1-16x16x1024-o1024-k3s1");
+  CHECK(c[4].label == "n8-56x56x64-o64-k3s1");
+  CHECK(c[8].label == "n8-56x56x64-o128-k3s2");
+  CHECK(c[9].label == "n8-56x56x64-o128-k1s2");
+  CHECK(c[9].params.ph == 0);
+  CHECK(c.back().label == "n128-14x14x256-o512-k1s2");
+}
+
+TEST_CASE("bench: glob patterns and comma lists") {
+  CHECK(glob_match("8192x*", "8192x8192x8192"));
+  CHECK_FALSE(glob_match("8192x*", "64x8192x8192"));
+  CHECK(glob_match("*x4096x4096", "1024x4096x4096"));
+  CHECK(glob_match("n?-*", "n8-56x56x64-o64-k3s1"));
+  CHECK_FALSE(glob_match("n?-*", "n128-56x56x64-o64-k3s1"));
+  CHECK(glob_match("64x128x128", "64x128x128"));
+  CHECK_FALSE(glob_match("64x128x128", "64x128x1280"));
+  CHECK(glob_match("*", ""));
+  CHECK(split_list("a,b,,c") == std::vector<std::string>{"a", "b", "c"});
+  CHECK(split_list("").empty());
+}
+
+TEST_CASE("bench: selections (quick, --shapes, --prec) and their errors") {
+  Selection quick;
+  quick.quick = true;
+  Plan p = select(quick, true, true);
+  CHECK(p.gemm.size() == 2);
+  CHECK(p.gemm_prec.size() == 3);
+  CHECK(p.conv.size() == 2);
+  CHECK(p.conv_prec.size() == 2);
+
+  Selection s;
+  s.shapes = {"8192x*"};
+  s.precisions = {"w2a8"};
+  p = select(s, true, false);
+  REQUIRE(p.gemm.size() == 7);
+  CHECK(p.conv.empty());
+  REQUIRE(p.gemm_prec.size() == 1);
+  CHECK(p.gemm_prec[0].name() == "w2a8");
+
+  s.shapes = {"n1-*"};
+  s.precisions = {"w8a8"};  // a GEMM-only precision: no conv precision remains
+  p = select(s, true, true);
+  CHECK(p.gemm.empty());
+  CHECK(p.conv.size() == 4);
+  CHECK(p.conv_prec.empty());
+
+  Selection bad;
+  bad.precisions = {"w3a3"};
+  CHECK_THROWS_WITH_AS(select(bad, true, true), doctest::Contains("w3a3"), Error);
+  bad.precisions = {};
+  bad.shapes = {"n1-*"};
+  CHECK_THROWS_WITH_AS(select(bad, true, false), doctest::Contains("'n1-*' matches no shape"), Error);
+}
+
+TEST_CASE("bench: TOPS, speedup and efficiency arithmetic") {
+  CHECK(gemm_ops(64, 1024, 1024) == doctest::Approx(2.0 * 64 * 1024 * 1024));
+  // ResNet-18's 3x3/1 layer at 56x56x64, batch 8: 2*N*O*Ho*Wo*C*Kh*Kw.
+  CHECK(conv_ops(8, 64, 56, 56, 64, 3, 3) == doctest::Approx(2.0 * 8 * 64 * 56 * 56 * 64 * 9));
+  CHECK(tops(2e12, 1e6) == doctest::Approx(2.0));  // 2e12 ops in 1 s
+  CHECK(tops(1e9, 0) == 0);
+  CHECK(speedup(30, 10) == doctest::Approx(3.0));
+  CHECK(speedup(30, 0) == 0);
+  CHECK(efficiency(7.8, 15.6) == doctest::Approx(0.5));
+  CHECK(efficiency(7.8, 0) == 0);
+}
+
+TEST_CASE("bench: JSON rows carry TOPS, the best vendor, speedup and binary efficiency") {
+  Report rep;
+  rep.device = "GPU";
+  rep.peaks = {16000, 10000};
+  const double ops = gemm_ops(1024, 4096, 4096);
+  rep.rows.push_back(vendor("1024x4096x4096", "cublaslt-int8", ops, 50));
+  rep.rows.push_back(vendor("1024x4096x4096", "cublaslt-fp8", ops, 25));
+  Row gone = vendor("1024x4096x4096", "cublaslt-fp16", ops, 1);
+  gone.available = false;  // unavailable rows never win
+  gone.note = "no algorithm";
+  rep.rows.push_back(gone);
+  rep.rows.push_back(ours("1024x4096x4096", "w1a2", 1, 2, ops, 20));
+  rep.rows.push_back(vendor("64x1024x1024", "cublaslt-int8", gemm_ops(64, 1024, 1024), 5));
+
+  REQUIRE(rep.best_vendor("gemm", "1024x4096x4096") != nullptr);
+  CHECK(rep.best_vendor("gemm", "1024x4096x4096")->impl == "cublaslt-fp8");
+  CHECK(rep.best_vendor("conv", "1024x4096x4096") == nullptr);
+
+  const nlohmann::json j = rep.row_json(rep.rows[3]);
+  CHECK(j.at("impl") == "apnn");
+  CHECK(j.at("prec") == "w1a2");
+  CHECK(j.at("us").get<double>() == doctest::Approx(20));
+  CHECK(j.at("tops").get<double>() == doctest::Approx(ops / 20e-6 / 1e12));
+  CHECK(j.at("best_vendor") == "cublaslt-fp8");
+  CHECK(j.at("speedup").get<double>() == doctest::Approx(25.0 / 20.0));
+  const double binary = ops * 2 / 20e-6 / 1e12;
+  CHECK(j.at("binary_tops").get<double>() == doctest::Approx(binary));
+  CHECK(j.at("binary_eff_wgmma").get<double>() == doctest::Approx(binary / 16000));
+  CHECK(j.at("binary_eff_mma_sync").get<double>() == doctest::Approx(binary / 10000));
+  CHECK(j.at("mismatches") == 0);
+  CHECK(j.at("checked") == 10);
+
+  const nlohmann::json v = rep.row_json(rep.rows[2]);
+  CHECK(v.at("available") == false);
+  CHECK(v.at("note") == "no algorithm");
+  CHECK_FALSE(v.contains("us"));
+  CHECK_FALSE(rep.row_json(rep.rows[0]).contains("speedup"));
+
+  const nlohmann::json doc = rep.to_json();
+  CHECK(doc.at("format") == "apnn-bench-1");
+  CHECK(doc.at("rows").size() == rep.rows.size());
+  CHECK(doc.at("peaks").at("wgmma_b1_and_tops") == 16000);
+
+  const auto panels = rep.speedup_panels();
+  REQUIRE(panels.size() == 1);
+  CHECK(panels[0].groups == std::vector<std::string>{"1024x4096x4096"});
+  CHECK(panels[0].series == std::vector<std::string>{"w1a2"});
+  CHECK(panels[0].values[0][0] == doctest::Approx(1.25));
+}
+
+TEST_CASE("bench: the table has one line per row of ours and names unavailable vendor paths") {
+  Report rep;
+  const double ops = gemm_ops(64, 128, 128);
+  rep.rows.push_back(vendor("64x128x128", "cublaslt-int8", ops, 4));
+  Row gone = vendor("64x128x128", "cublaslt-fp8", ops, 0);
+  gone.available = false;
+  gone.note = "no algorithm for 64x128x128";
+  rep.rows.push_back(gone);
+  rep.rows.push_back(ours("64x128x128", "w1a1", 1, 1, ops, 2));
+  Row bad = ours("64x128x128", "w1a2", 1, 2, ops, 3);
+  bad.mismatches = 1;
+  rep.rows.push_back(bad);
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = open_memstream(&buf, &len);
+  rep.print_table(f);
+  std::fclose(f);
+  const std::string text(buf, len);
+  free(buf);
+  const auto lines = lines_of(text);
+  REQUIRE(lines.size() >= 4);
+  CHECK(contains(lines[0], "cublaslt-int8 us"));
+  CHECK(contains(lines[1], "w1a1"));
+  CHECK(contains(lines[1], "2.00x"));
+  CHECK(contains(lines[1], " n/a "));
+  CHECK(contains(lines[1], "yes"));
+  CHECK(contains(lines[2], "NO"));
+  CHECK(contains(lines[3], "no algorithm for 64x128x128"));
+}
+
+TEST_CASE("bench: the SVG chart draws one bar per value, escapes labels, and rises or hangs from 1x") {
+  ChartPanel p;
+  p.title = "GEMM <H100> & co";
+  p.y_label = "speedup";
+  p.groups = {"64x128x128", "8192x8192x8192"};
+  p.series = {"w1a1", "w1a2", "w2a2"};
+  p.values = {{2.0, 0.5, NAN}, {1.0, 4.0, 0.125}};
+  const std::string svg = chart_svg({p, p});
+  CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+  CHECK(contains(svg, "</svg>\n"));
+  CHECK(count_of(svg, "class=\"bar\"") == 2 * 5);
+  CHECK(count_of(svg, "<g class=\"panel\">") == 2);
+  CHECK(contains(svg, "GEMM &lt;H100&gt; &amp; co"));
+  CHECK_FALSE(contains(svg, "<H100>"));
+  CHECK(contains(svg, "8192x8192x8192"));
+  CHECK(contains(svg, "1/8x"));  // the axis reaches down to the smallest bar
+  CHECK(contains(svg, "4x"));
+  CHECK(count_of(svg, "<rect ") == count_of(svg, "</rect>") + 1 + 2 * 3);  // background + legend swatches
+
+  // A 2x bar rises above the baseline and a 0.5x bar hangs below it by the same height.
+  const std::regex bar(R"re(class="bar" x="[0-9.]+" y="([0-9.]+)" width="[0-9.]+" height="([0-9.]+)")re");
+  std::vector<std::pair<double, double>> bars;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), bar); it != std::sregex_iterator(); ++it)
+    bars.emplace_back(std::stod((*it)[1]), std::stod((*it)[2]));
+  REQUIRE(bars.size() >= 3);
+  const double base = bars[0].first + bars[0].second;  // bottom of the 2x bar
+  CHECK(bars[1].first == doctest::Approx(base));        // top of the 0.5x bar
+  CHECK(bars[1].second == doctest::Approx(bars[0].second));
+  CHECK(bars[2].second == doctest::Approx(0.5));        // 1x: a sliver at the baseline
+}
+
+TEST_CASE("bench: timing plan and rotation sets") {
+  const TimingRule rule;  // 50 launches, 5 repeats, 100 ms per repeat at most
+  Timing t = plan_timing(rule, 5);
+  CHECK(t.launches == 50);
+  CHECK(t.repeats == 5);
+  t = plan_timing(rule, 5000);  // 5 ms: 20 launches fill 100 ms
+  CHECK(t.launches == 20);
+  CHECK(t.repeats == 5);
+  t = plan_timing(rule, 25000);  // 25 ms: at least 3 launches, 3 repeats
+  CHECK(t.launches == 4);
+  CHECK(t.repeats == 3);
+  t = plan_timing(rule, 1e6);
+  CHECK(t.launches == 3);
+  TimingRule few = rule;
+  few.launches = 2;
+  CHECK(plan_timing(few, 1e6).launches == 2);
+
+  CHECK_FALSE(unsteady({10, 11, 11.9}));
+  CHECK(unsteady({10, 11, 12.1}));
+  CHECK_FALSE(unsteady({10}));
+
+  const size_t l2 = 50u << 20;
+  CHECK(rotation_sets(1u << 10, l2) == 32);       // tiny sets: capped
+  CHECK(rotation_sets(48u << 20, l2) == 5);       // 4x the L2 in 48 MB sets
+  CHECK(rotation_sets(size_t{1} << 30, l2) == 2); // larger than the L2: still two
+}
+
+TEST_CASE("bench: the peak probes' source names its kernels and instructions") {
+  const std::string with = peak_probe_source(true), without = peak_probe_source(false);
+  CHECK(contains(with, "extern \"C\" __global__ void __launch_bounds__(256, 1) wgmma_b1_peak"));
+  CHECK(contains(with, "wgmma.mma_async.sync.aligned.m64n128k256.s32.b1.b1.and.popc {%0,%1,"));
+  CHECK(contains(with, "%63}, %64, %65, p;"));
+  CHECK(contains(without, "mma_b1_peak"));
+  CHECK(contains(without, "m16n8k256.row.col.s32.b1.b1.s32.and.popc"));
+  CHECK_FALSE(contains(without, "wgmma"));
+  // NVRTC needs no GPU: the probes must compile for the archs that run them.
+  GeneratedSource src{"apnn_peak_probe.cu", with, {}, {"mma_b1_peak", "wgmma_b1_peak"}};
+  CHECK_FALSE(compile_cubin(src, "sm_90a").cubin.empty());
+  src.source = without;
+  CHECK_FALSE(compile_cubin(src, "sm_80").cubin.empty());
+}

@@ -1,0 +1,216 @@
+// Fused epilogue chains on the GPU, bit-exact against the CPU reference (the same float32
+// operations in the same order): each op alone and the full chains for w1a2, w2a2 and w1a4
+// on VGG / ResNet-like layers, odd shapes and explicit tiles; then a quantized layer's
+// packed output fed straight into the next layer.
+#include "gpu_main.h"
+
+#include <fmt/format.h>
+
+#include "apnn/conv_reference.h"
+#include "apnn/engine.h"
+#include "apnn/epilogue_reference.h"
+#include "apnn/reference.h"
+#include "engine/apmm_runner.h"
+#include "engine/conv_runner.h"
+#include "engine/verify.h"
+#include "gpu_test_util.h"
+#include "spec/epilogue.h"
+
+using namespace apnn;
+
+namespace {
+
+Epilogue chain(const char* json) { return parse_epilogue(nlohmann::json::parse(json), true, "test"); }
+
+const OperandFormat kPrecisions[][2] = {{{1, Encoding::Pm1}, {2, Encoding::Unsigned}},
+                                        {{2, Encoding::Signed}, {2, Encoding::Unsigned}},
+                                        {{1, Encoding::Pm1}, {4, Encoding::Unsigned}}};
+
+// Each op alone, then chains; the two the issue names come first among the chains.
+const char* const kConvChains[] = {
+    R"([{"op":"scale_bias"}])",
+    R"([{"op":"relu"}])",
+    R"([{"op":"pool","kind":"max","size":2,"stride":2}])",
+    R"([{"op":"pool","kind":"avg","size":3,"stride":2}])",
+    R"([{"op":"quantize","bits":2,"enc":"unsigned"}])",
+    R"([{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])",
+    R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])",
+    R"([{"op":"scale_bias"},{"op":"relu"},{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])",
+    R"([{"op":"scale_bias"},{"op":"relu"},{"op":"pool","kind":"avg","size":2,"stride":2},{"op":"quantize","bits":4,"enc":"unsigned","scale":"per_channel"}])",
+    R"([{"op":"relu"},{"op":"pool","kind":"max","size":3,"stride":2},{"op":"scale_bias"},{"op":"quantize","bits":2,"enc":"pm1"}])",
+    R"([{"op":"scale_bias"},{"op":"pool","kind":"avg","size":2,"stride":1},{"op":"relu"}])",
+};
+
+KernelSpec conv_spec(const OperandFormat* wx, const Epilogue& e, ConvParams c = {3, 3, 1, 1, 1, 1}) {
+  KernelSpec s;
+  s.op = Op::Apconv;
+  s.w = wx[0];
+  s.x = wx[1];
+  s.conv = c;
+  s.epilogue = e;
+  return s;
+}
+
+void expect_exact(const VerifyReport& r) {
+  INFO(r.canonical, " ", r.shape.dump(), ": ", r.first_mismatch);
+  CHECK(r.checked > 0);
+  CHECK(r.mismatches == 0);
+  // A quantizer that maps everything to one level would pass trivially.
+  if (r.output.find("packed") != std::string::npos) CHECK(r.distinct >= 3);
+}
+
+}  // namespace
+
+TEST_CASE("conv chains: each op alone and whole chains, w1a2 / w2a2 / w1a4, VGG and ResNet-like layers") {
+  TempCache cache;
+  std::vector<KernelSpec> specs;
+  for (const auto& p : kPrecisions)
+    for (const char* c : kConvChains) specs.push_back(canonicalize(conv_spec(p, chain(c))));
+  prewarm(specs, current_device().arch());
+  Engine engine;
+  // VGG-like 64->128 at 28x28 (batch 2), ResNet-like 128->256 at 14x14, and an odd one whose
+  // output channels and pixels fill no tile (O=45: a partial 32-channel word).
+  const ConvShape shapes[] = {{2, 64, 28, 28, 128}, {2, 128, 14, 14, 256}, {3, 35, 9, 7, 45}};
+  int cases = 0;
+  uint64_t seed = 100;
+  for (const KernelSpec& s : specs)
+    for (const ConvShape& sh : shapes) {
+      KernelSpec untiled = s;
+      untiled.tile.reset();  // the heuristic's tile for the shape
+      expect_exact(verify_apconv(engine, untiled, sh, ++seed, 0));
+      ++cases;
+    }
+  std::printf("epilogue conv chains: %d cases exact (%zu chains x 3 precisions x 3 shapes)\n", cases,
+              std::size(kConvChains));
+}
+
+TEST_CASE("conv chains on explicit tiles: windows per tile, warps per task, strided and 1x1 convs") {
+  TempCache cache;
+  Engine engine;
+  const Epilogue full = chain(kConvChains[7]);  // scale_bias relu pool(max 2/2) quantize
+  const Epilogue avg3 = chain(kConvChains[9]);  // relu pool(max 3/2) scale_bias quantize pm1
+  const Tile tiles[] = {{32, 16, 256, 2, 2, 1}, {64, 64, 512, 3, 2, 2}, {128, 128, 512, 2, 2, 4}, {32, 128, 1024, 2, 1, 4}};
+  int cases = 0;
+  uint64_t seed = 500;
+  for (const Epilogue* e : {&full, &avg3})
+    for (const Tile& t : tiles) {
+      KernelSpec s = conv_spec(kPrecisions[0], *e);
+      s.tile = t;
+      expect_exact(verify_apconv(engine, s, {2, 70, 13, 11, 70}, ++seed, 0));
+      ++cases;
+    }
+  for (const ConvParams c : {ConvParams{1, 1, 2, 2, 0, 0}, ConvParams{3, 3, 2, 2, 1, 1}, ConvParams{7, 7, 2, 2, 3, 3}}) {
+    expect_exact(verify_apconv(engine, conv_spec(kPrecisions[1], full, c), {2, 64, 30, 30, 96}, ++seed, 0));
+    ++cases;
+  }
+  std::printf("epilogue conv tiles and strides: %d cases exact\n", cases);
+}
+
+TEST_CASE("apmm chains: scale_bias, relu, quantize per tensor and per channel, odd shapes") {
+  TempCache cache;
+  Engine engine;
+  const char* const chains[] = {
+      R"([{"op":"scale_bias"}])",
+      R"([{"op":"relu"}])",
+      R"([{"op":"quantize","bits":2,"enc":"unsigned"}])",
+      R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])",
+      R"([{"op":"scale_bias"},{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])",
+      R"([{"op":"relu"},{"op":"scale_bias"},{"op":"quantize","bits":3,"enc":"pm1","scale":"per_channel"}])",
+  };
+  const ApmmShape shapes[] = {{64, 1024, 1024}, {333, 517, 1000}, {7, 13, 300}, {1, 1, 1}};
+  int cases = 0;
+  uint64_t seed = 900;
+  for (const auto& p : kPrecisions)
+    for (const char* c : chains)
+      for (const ApmmShape& sh : shapes) {
+        KernelSpec s;
+        s.w = p[0];
+        s.x = p[1];
+        s.epilogue = parse_epilogue(nlohmann::json::parse(c), false, "test");
+        const VerifyReport r = verify_apmm(engine, s, sh, ++seed, 0);
+        INFO(r.canonical, " ", r.shape.dump(), ": ", r.first_mismatch);
+        CHECK(r.mismatches == 0);
+        if (sh.M * sh.N >= 64 && r.output.find("packed") != std::string::npos) CHECK(r.distinct >= 3);
+        ++cases;
+      }
+  std::printf("epilogue apmm chains: %d cases exact\n", cases);
+}
+
+TEST_CASE("a quantized layer's packed output is the next layer's input, without repacking") {
+  TempCache cache;
+  Engine engine;
+  // conv1: w1a2 3x3 pad 1, chain scale_bias relu pool(max 2/2) quantize(2-bit unsigned);
+  // conv2 reads conv1's planes and pixsum as its packed activations.
+  const ConvGeometry g1{2, 64, 20, 20, 96, 3, 3, 1, 1, 1, 1};
+  KernelSpec s1 = conv_spec(kPrecisions[0], chain(kConvChains[7]));
+  KernelSpec s2 = conv_spec(kPrecisions[0], {});
+  const std::vector<int16_t> W1 = random_operand(s1.w, static_cast<size_t>(g1.O * g1.C * 9), 1);
+  const std::vector<int16_t> X1 = random_operand(s1.x, static_cast<size_t>(g1.N * g1.C * g1.H * g1.W), 2);
+  const std::vector<int32_t> y1 = reference_conv(g1, W1, X1);
+  const EpilogueParams params = verify_params(s1.epilogue, y1, {g1.N, g1.O, g1.Ho(), g1.Wo()}, 3);
+  const EpilogueResult q1 = epilogue_reference(s1.epilogue, params, y1.data(), g1.N, g1.O, g1.Ho(), g1.Wo());
+  const ConvGeometry g2{q1.N, q1.C, q1.H, q1.W, 80, 3, 3, 1, 1, 1, 1};
+  const std::vector<int16_t> W2 = random_operand(s2.w, static_cast<size_t>(g2.O * g2.C * 9), 4);
+  const std::vector<int32_t> want = reference_conv(g2, W2, q1.values);
+
+  ConvRunner r1(engine.kernel(canonicalize(s1))), r2(engine.kernel(canonicalize(s2)));
+  const EpilogueDevice ep1(s1.epilogue, params, g1.O), none;
+  const PackedConvWeights pw1 = r1.pack_w(DeviceBuffer::from(W1), g1);
+  const PackedConvActivations px1 = r1.pack_x(DeviceBuffer::from(X1), g1);
+  LayerBuffers out1 = EpilogueDevice::allocate(s1.epilogue, ConvRunner::dims(s1, g1));
+  DeviceBuffer colsum1(static_cast<size_t>(g1.N * g1.Ho() * g1.Wo()) * 4), nvalid1(colsum1.bytes());
+  r1.conv(pw1, px1, g1, ep1, out1, colsum1, nvalid1);
+
+  PackedConvActivations px2;
+  px2.planes = std::move(out1.values);
+  px2.pixsum = std::move(out1.sums);
+  px2.N = g2.N, px2.C = g2.C, px2.H = g2.H, px2.W = g2.W;
+  const PackedConvWeights pw2 = r2.pack_w(DeviceBuffer::from(W2), g2);
+  LayerBuffers out2 = EpilogueDevice::allocate(s2.epilogue, ConvRunner::dims(s2, g2));
+  DeviceBuffer colsum2(static_cast<size_t>(g2.N * g2.Ho() * g2.Wo()) * 4), nvalid2(colsum2.bytes());
+  r2.conv(pw2, px2, g2, none, out2, colsum2, nvalid2);
+  const std::vector<int32_t> got = out2.values.to_vector<int32_t>(want.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) bad += got[i] != want[i];
+  CHECK(bad == 0);
+
+  // apmm: Y1 = W1.X^T quantized is the X' (N rows x K' = M) of the next GEMM.
+  KernelSpec m1;
+  m1.w = {1, Encoding::Pm1};
+  m1.x = {2, Encoding::Unsigned};
+  m1.epilogue = parse_epilogue(nlohmann::json::parse(kConvChains[6]), false, "test");
+  KernelSpec m2;
+  m2.w = {1, Encoding::Pm1};
+  m2.x = {2, Encoding::Unsigned};
+  const ApmmShape a1{300, 77, 500};  // M=300 features out, N=77 samples
+  const std::vector<int16_t> A = random_operand(m1.w, static_cast<size_t>(a1.M * a1.K), 5);
+  const std::vector<int16_t> B = random_operand(m1.x, static_cast<size_t>(a1.N * a1.K), 6);
+  const std::vector<int32_t> z1 = reference_apmm(A, B, a1);
+  const EpilogueParams mp = verify_params(m1.epilogue, z1, ApmmRunner::dims(a1.M, a1.N), 7);
+  const EpilogueResult qz = epilogue_reference(m1.epilogue, mp, z1.data(), 1, a1.M, 1, a1.N);  // values (M, N)
+  std::vector<int16_t> x2(static_cast<size_t>(a1.N * a1.M));  // next X: (N, K' = M)
+  for (int64_t m = 0; m < a1.M; ++m)
+    for (int64_t n = 0; n < a1.N; ++n) x2[static_cast<size_t>(n * a1.M + m)] = qz.values[static_cast<size_t>(m * a1.N + n)];
+  const ApmmShape a2{50, a1.N, a1.M};
+  const std::vector<int16_t> A2 = random_operand(m2.w, static_cast<size_t>(a2.M * a2.K), 8);
+  const std::vector<int32_t> want2 = reference_apmm(A2, x2, a2);
+
+  ApmmRunner q1r(engine.kernel(canonicalize(m1))), q2r(engine.kernel(canonicalize(m2)));
+  const EpilogueDevice mep(m1.epilogue, mp, a1.M);
+  const PackedOperand pa = q1r.pack_w(DeviceBuffer::from(A), a1.M, a1.K), pb = q1r.pack_x(DeviceBuffer::from(B), a1.N, a1.K);
+  LayerBuffers z = EpilogueDevice::allocate(m1.epilogue, ApmmRunner::dims(a1.M, a1.N));
+  q1r.gemm(pa, pb, mep, z);
+  PackedOperand next;
+  next.planes = std::move(z.values);
+  next.rowsum = std::move(z.sums);
+  next.rows = a2.N, next.K = a2.K, next.ld = (a2.K + 127) / 128 * 4;
+  const PackedOperand pa2 = q2r.pack_w(DeviceBuffer::from(A2), a2.M, a2.K);
+  LayerBuffers z2 = EpilogueDevice::allocate(m2.epilogue, ApmmRunner::dims(a2.M, a2.N));
+  q2r.gemm(pa2, next, none, z2);
+  const std::vector<int32_t> got2 = z2.values.to_vector<int32_t>(want2.size());
+  size_t bad2 = 0;
+  for (size_t i = 0; i < want2.size(); ++i) bad2 += got2[i] != want2[i];
+  CHECK(bad2 == 0);
+  std::printf("layer to layer without repacking: conv %zu and apmm %zu outputs, %zu mismatches\n", want.size(),
+              want2.size(), bad + bad2);
+}
