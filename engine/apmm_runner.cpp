@@ -1,5 +1,6 @@
 #include "engine/apmm_runner.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -8,6 +9,8 @@
 #include "apnn/error.h"
 #include "engine/tile_choice.h"
 #include "generator/generate.h"
+#include "runtime/device.h"
+#include "runtime/driver_api.h"
 #include "spec/kernel_rules.h"
 
 namespace apnn {
@@ -60,10 +63,40 @@ PackedOperand ApmmRunner::pack_x(const DeviceBuffer& values, int64_t rows, int64
   return pack(kPackXKernel, kernel_->compiled.spec.x.bits, values, rows, K);
 }
 
+namespace {
+
+// The sm_90a wgmma core is persistent (templates/gemm_sm90a.cuh): at most one wave of
+// blocks, from the kernel's registers and shared memory and the device's SM count.
+unsigned wgmma_grid(LoadedModule& module, const Tile& t, unsigned smem, int64_t tiles) {
+  const DeviceInfo& dev = current_device();
+  if (tiles <= dev.sm_count) return static_cast<unsigned>(tiles);
+  int regs = 0;
+  driver::check(driver::api().FuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, module.function(kApmmKernel)),
+                "cuFuncGetAttribute(NUM_REGS)", module.context());
+  const int threads = 32 * t.warps_m * t.warps_n;
+  const int by_regs = 65536 / (((std::max(regs, 1) + 7) / 8 * 8) * threads);
+  const int by_smem = (228 * 1024) / static_cast<int>(smem + 1024);
+  const int by_threads = 2048 / threads;
+  const int per_sm = std::max(1, std::min({by_regs, by_smem, by_threads, 32}));
+  return static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{dev.sm_count} * per_sm));
+}
+
+}  // namespace
+
 LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
   const KernelSpec& s = kernel_->compiled.spec;
   const Tile& t = *s.tile;
   LaunchDims d;
+  if (rules::use_wgmma(s, kernel_->compiled.arch)) {
+    const int64_t tiles = ((M + t.bm - 1) / t.bm) * ((N + t.bn - 1) / t.bn);
+    if (tiles > (int64_t{1} << 31) - 1)
+      throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} tiles of {}x{}, above 2^31-1", M, N, tiles,
+                                                       t.bm, t.bn));
+    d.block_x = 32 * t.warps_m * t.warps_n;
+    d.smem_bytes = static_cast<unsigned>(rules::wgmma_shared_bytes(t, s.w, s.x));
+    d.grid_x = wgmma_grid(*kernel_->module, t, d.smem_bytes, tiles);
+    return d;
+  }
   d.grid_x = static_cast<unsigned>((M + t.bm - 1) / t.bm);
   d.grid_y = static_cast<unsigned>((N + t.bn - 1) / t.bn);
   if (d.grid_y > 65535)

@@ -27,7 +27,7 @@ CompileResult Engine::compile_locked_out(const KernelSpec& canonical, const std:
   r.spec = canonical;
   r.canonical = to_json(canonical).dump();
   r.arch = arch;
-  const GeneratedSource src = generate(canonical);
+  const GeneratedSource src = generate(canonical, arch);
 
   // Everything that changes the binary, and nothing NVRTC produced (PTX is not deterministic).
   const std::string options = fmt::format("{}", fmt::join(compile_options(arch), " "));

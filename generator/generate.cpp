@@ -53,7 +53,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
        const apnn::u32* __restrict__ xp, const apnn::i32* __restrict__ xsum,
        apnn::EpilogueArgs epi, int m, int n, int k, int ld) {{
   extern __shared__ __align__(16) apnn::u32 smem[];
-  apnn::apmm_sm80<Traits>(smem, wp, wsum, xp, xsum, epi, m, n, k, ld);
+  apnn::{apmm_core}<Traits>(smem, wp, wsum, xp, xsum, epi, m, n, k, ld);
 }}
 
 extern "C" __global__ void __launch_bounds__({pack_threads})
@@ -104,12 +104,13 @@ extern "C" __global__ void __launch_bounds__({pack_threads})
 
 }  // namespace
 
-GeneratedSource generate(const KernelSpec& spec) {
+GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   if (!spec.tile) throw Error(ErrorKind::InvalidSpec, "generate: spec has no tile; canonicalize it first");
   const Tile& t = *spec.tile;
   if (std::string why = rules::check_kernel_tile(t, spec); !why.empty()) throw Error(ErrorKind::InvalidSpec, why);
   const rules::PlaneGroups groups = rules::plane_groups(spec.w, spec.x);
   const bool conv = spec.op == Op::Apconv;
+  const bool wgmma = rules::use_wgmma(spec, arch);  // sm_90a: templates/apmm_sm90a.cuh
   const ConvParams c = conv ? spec.conv : ConvParams{1, 1, 1, 1, 0, 0};
 
   std::vector<int> table;
@@ -122,7 +123,8 @@ GeneratedSource generate(const KernelSpec& spec) {
       fmt::arg("version", kGeneratorVersion), fmt::arg("op", op_name(spec.op)), fmt::arg("wb", spec.w.bits),
       fmt::arg("xb", spec.x.bits), fmt::arg("we", encoding_name(spec.w.enc)), fmt::arg("xe", encoding_name(spec.x.enc)),
       fmt::arg("wenc", encoding_code(spec.w.enc)), fmt::arg("xenc", encoding_code(spec.x.enc)),
-      fmt::arg("core", conv ? "conv_sm80.cuh" : "apmm_sm80.cuh"), fmt::arg("bm", t.bm), fmt::arg("bn", t.bn),
+      fmt::arg("core", conv ? "conv_sm80.cuh" : (wgmma ? "apmm_sm90a.cuh" : "apmm_sm80.cuh")),
+      fmt::arg("apmm_core", wgmma ? "apmm_sm90a" : "apmm_sm80"), fmt::arg("bm", t.bm), fmt::arg("bn", t.bn),
       fmt::arg("bk", t.bk), fmt::arg("wm", t.warps_m), fmt::arg("wn", t.warps_n), fmt::arg("stages", t.stages),
       fmt::arg("groups", groups.weight.size()), fmt::arg("offw", spec.w.offset()), fmt::arg("offx", spec.x.offset()),
       fmt::arg("kh", c.kh), fmt::arg("kw", c.kw), fmt::arg("sh", c.sh), fmt::arg("sw", c.sw), fmt::arg("ph", c.ph),

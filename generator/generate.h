@@ -29,8 +29,10 @@ inline constexpr const char* kUnpackXKernel = "apnn_unpack_x";
 inline constexpr const char* kConvColsumKernel = "apnn_conv_colsum";
 inline constexpr int kPackThreads = 256;
 
-// `spec` must be canonical (tile filled): throws Error(InvalidSpec) otherwise.
-GeneratedSource generate(const KernelSpec& spec);
+// `spec` must be canonical (tile filled): throws Error(InvalidSpec) otherwise. `arch` is the
+// target: on sm_90a an APMM tile that suits it gets the wgmma core (rules::use_wgmma),
+// everywhere else the mma.sync core; empty means no arch-specific core.
+GeneratedSource generate(const KernelSpec& spec, const std::string& arch = "");
 
 // The unfused baseline of an apconv spec's chain (templates/unfused_epilogue.cuh), one
 // kernel per stage, for the fusion benchmark. The chain must end in quantize.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include <fmt/format.h>
@@ -149,6 +151,52 @@ Tile default_tile(const KernelSpec& spec) {
   t.warps_m = 1;
   t.warps_n = 2;
   return t;
+}
+
+std::string wgmma_tile_error(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  if (std::string why = check_tile(t, w, x); !why.empty()) return why;
+  if (t.warps_m % 4 != 0 || t.bm != 16 * t.warps_m)
+    return fmt::format("wgmma core: warps_m must be a multiple of 4 and bm == 16*warps_m, got bm={} warps_m={}", t.bm,
+                       t.warps_m);
+  const int wn = t.bn / t.warps_n;
+  if (!one_of(wn, {8, 16, 32, 64, 128, 256}))
+    return fmt::format("wgmma core: bn/warps_n must be one of 8..256 (a wgmma N), got {}", wn);
+  if (wgmma_shared_bytes(t, w, x) > kMaxSharedBytes)
+    return fmt::format("wgmma core: tile needs {} bytes of shared memory with alignment, limit {}",
+                       wgmma_shared_bytes(t, w, x), kMaxSharedBytes);
+  return {};
+}
+
+int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  return shared_bytes(t, w, x) + kWgmmaSmemSlack;
+}
+
+bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
+  if (arch != "sm_90a" || spec.op != Op::Apmm || !spec.tile || !spec.epilogue.empty()) return false;
+  const char* off = std::getenv("APNN_DISABLE_WGMMA");
+  if (off && *off && std::strcmp(off, "0") != 0) return false;
+  return wgmma_tile_error(*spec.tile, spec.w, spec.x).empty();
+}
+
+bool wgmma_tile(Tile* out, const OperandFormat& w, const OperandFormat& x) {
+  const int groups = static_cast<int>(plane_groups(w, x).weight.size());
+  int wn = 256;
+  while (wn > 8 && groups * wn / 2 > accumulator_limit(256)) wn /= 2;
+  static const int steps[][2] = {{1024, 4}, {1024, 3}, {512, 4}, {512, 3}, {256, 4}, {256, 3}, {256, 2}};
+  for (const auto& st : steps) {
+    Tile t;
+    t.bm = 128;
+    t.bn = wn;
+    t.bk = st[0];
+    t.stages = st[1];
+    t.warps_m = 8;
+    t.warps_n = 1;
+    if (wgmma_tile_error(t, w, x).empty()) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace apnn::rules

@@ -50,6 +50,23 @@ std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec);
 std::string check_kernel_tile(const Tile& t, const KernelSpec& spec);  // both
 Tile default_tile(const KernelSpec& spec);
 
+// --- The sm_90a wgmma core of APMM (templates/gemm_sm90a.cuh) ---
+// A legal tile (check_tile) suits it when its warps form warpgroups of 4 warps of 16 rows
+// stacked along M (warps_m a multiple of 4, bm == 16*warps_m) and the columns per
+// warpgroup, bn/warps_n, are a wgmma N (8..256); the core aligns its shared memory to
+// 1024 bytes, so it asks for kWgmmaSmemSlack more. Empty string when it suits, else why not.
+inline constexpr int kWgmmaSmemSlack = 1024;
+std::string wgmma_tile_error(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+// Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM
+// with the plain int32 output (no fused epilogue yet), a tile that suits it, and the variable APNN_DISABLE_WGMMA unset or "0"
+// (the mma.sync core then runs the same tile, for comparisons).
+bool use_wgmma(const KernelSpec& spec, const std::string& arch);
+// A wgmma tile for a precision: 2 warpgroups along M (bm 128, 256 threads), the widest
+// per-warpgroup N the accumulator budget allows, the deepest K step and pipeline that fit.
+// Returns false if none fits.
+bool wgmma_tile(Tile* t, const OperandFormat& w, const OperandFormat& x);
+
 }  // namespace apnn::rules
 
 namespace apnn::rules {

@@ -22,6 +22,7 @@
 #include "apnn/spec.h"
 #include "compiler/nvrtc_compiler.h"
 #include "generator/generate.h"
+#include "spec/kernel_rules.h"
 
 namespace {
 
@@ -166,6 +167,50 @@ TEST_CASE("compiler: representative specs compile to sm_80/86/89/90a cubins") {
   for (size_t i = 0; i + 1 < jobs.size(); ++i)
     if (jobs[i].label == jobs[i + 1].label && jobs[i].arch != jobs[i + 1].arch)
       CHECK(jobs[i].out.cubin != jobs[i + 1].out.cubin);
+}
+
+TEST_CASE("compiler: the sm_90a wgmma core compiles for its tiles of every bit width") {
+  std::vector<Job> jobs;
+  const char* specs[] = {
+      R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":1,"x_enc":"pm1"})",
+      R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned"})",
+      R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned"})",
+      R"({"op":"apmm","w_bits":4,"w_enc":"unsigned","x_bits":4,"x_enc":"pm1"})",
+      R"({"op":"apmm","w_bits":8,"w_enc":"signed","x_bits":8,"x_enc":"signed"})",
+  };
+  for (const char* text : specs) {
+    KernelSpec s = spec_of(text);
+    apnn::Tile t;
+    REQUIRE(apnn::rules::wgmma_tile(&t, s.w, s.x));
+    s.tile = t;
+    jobs.push_back({text, s, "sm_90a", {}, {}, 0});
+  }
+  KernelSpec bk256 = spec_of(R"({"op":"apmm","w_bits":1,"w_enc":"unsigned","x_bits":3,"x_enc":"signed",
+                                 "tile":{"bm":64,"bn":64,"bk":256,"stages":2,"warps_m":4,"warps_n":2}})");
+  jobs.push_back({"bk256 64x64 one warpgroup along M, two along N", bk256, "sm_90a", {}, {}, 0});
+  KernelSpec bk512 = spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"pm1","x_bits":1,"x_enc":"pm1",
+                                 "tile":{"bm":128,"bn":64,"bk":512,"stages":3,"warps_m":8,"warps_n":2}})");
+  jobs.push_back({"bk512 128x64 four warpgroups (2 x 2)", bk512, "sm_90a", {}, {}, 0});
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 2; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < jobs.size();) {
+        try {
+          const apnn::GeneratedSource src = apnn::generate(jobs[i].spec, "sm_90a");
+          if (!contains(src.source, "apmm_sm90a<Traits>")) throw std::runtime_error("generated the mma.sync core");
+          jobs[i].out = apnn::compile_cubin(src, "sm_90a");
+        } catch (const std::exception& e) {
+          jobs[i].error = e.what();
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
+  for (const Job& j : jobs) {
+    INFO(j.label << " (" << apnn::canonical_json(j.spec) << ")");
+    CHECK_MESSAGE(j.error.empty(), j.error);
+    CHECK(j.out.cubin.size() > 64);
+  }
 }
 
 TEST_CASE("compiler: supported targets and options") {

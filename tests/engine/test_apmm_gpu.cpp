@@ -16,6 +16,7 @@
 #include "apnn/npy.h"
 #include "engine/verify.h"
 #include "golden_case.h"
+#include "spec/kernel_rules.h"
 #include "gpu_test_util.h"
 
 namespace fs = std::filesystem;
@@ -107,4 +108,56 @@ TEST_CASE("golden vectors (shared/vectors) on the GPU") {
   }
   CHECK(checked >= 50);
   std::printf("golden vectors: %d APMM cases checked on the GPU\n", checked);
+}
+
+TEST_CASE("sm_90a wgmma core: bit-exact for every encoding pair on shapes that are not tile multiples") {
+  if (current_device().arch() != "sm_90a") {
+    MESSAGE("skipped: the wgmma core needs sm_90a, this GPU is " << current_device().arch());
+    return;
+  }
+  TempCache cache;
+  std::vector<KernelSpec> specs;
+  const int pairs[][2] = {{1, 1}, {1, 2}, {2, 2}, {1, 4}, {4, 4}, {8, 8}};
+  for (const auto& pq : pairs)
+    for (Encoding we : kEncodings)
+      for (Encoding xe : kEncodings) {
+        KernelSpec s;
+        s.w = {pq[0], we};
+        s.x = {pq[1], xe};
+        Tile t;
+        REQUIRE(rules::wgmma_tile(&t, s.w, s.x));
+        s.tile = t;
+        specs.push_back(s);
+      }
+  // Other warpgroup arrangements and K steps: one warpgroup along M and two along N (bk 256),
+  // two by two (bk 512, 512 threads), and a single warpgroup with N = 8.
+  const struct { int p, q; Tile t; } odd[] = {
+      {1, 3, {64, 64, 256, 2, 4, 2}}, {2, 1, {128, 64, 512, 3, 8, 2}}, {3, 2, {64, 8, 1024, 3, 4, 1}}};
+  for (const auto& o : odd)
+    for (Encoding e : kEncodings) {
+      KernelSpec s;
+      s.w = {o.p, e};
+      s.x = {o.q, Encoding::Pm1};
+      s.tile = o.t;
+      specs.push_back(s);
+    }
+  prewarm(specs, "sm_90a");
+  Engine engine;
+  // The last two have more tiles than the persistent grid has blocks: blocks run several tiles,
+  // with one K step each (K=130) and with several.
+  const ApmmShape shapes[] = {{1, 1, 1},       {7, 13, 300},    {333, 517, 1000}, {128, 256, 4096},
+                              {129, 65, 1025}, {4100, 1100, 130}, {300, 2000, 1100}};
+  uint64_t cases = 0, mismatches = 0, seed = 9000;
+  for (const KernelSpec& s : specs) {
+    REQUIRE(rules::use_wgmma(canonicalize(s), "sm_90a"));
+    for (const ApmmShape& sh : shapes) {
+      const VerifyReport r = verify_apmm(engine, s, sh, ++seed, 0);
+      INFO(r.canonical, " ", sh.M, "x", sh.N, "x", sh.K, ": ", r.first_mismatch);
+      CHECK(r.mismatches == 0);
+      ++cases;
+      mismatches += r.mismatches;
+    }
+  }
+  std::printf("apmm wgmma core: %lu cases, %lu mismatching elements\n", static_cast<unsigned long>(cases),
+              static_cast<unsigned long>(mismatches));
 }

@@ -113,7 +113,7 @@ TEST_CASE("tuning database: concurrent records from several threads all land") {
 
 TEST_CASE("resolve_tile: the recorded winner when legal, else the heuristic; an explicit tile always wins") {
   TempDb tmp;
-  const Target target = nominal_target("sm_90a");
+  const Target target = nominal_target("sm_90");  // sm_90a's heuristic prefers wgmma tiles (below)
   const Problem p = apmm_problem({1000, 4096, 4096});
   const Tile heuristic = *resolve_tile(w1a2(), p, target).tile;
   CHECK(heuristic == rules::heuristic_tile(w1a2().w, w1a2().x, p.M, p.N, p.K_bits, 2 * target.sm_count, target.max_smem));
@@ -131,4 +131,21 @@ TEST_CASE("resolve_tile: the recorded winner when legal, else the heuristic; an 
   KernelSpec explicit_tile = w1a2();
   explicit_tile.tile = Tile{64, 64, 512, 3, 2, 2};
   CHECK(*resolve_tile(explicit_tile, p, target).tile == *explicit_tile.tile);
+}
+
+TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at least half a wave") {
+  TempDb tmp;
+  const Target target = nominal_target("sm_90a");
+  Tile wt;
+  REQUIRE(rules::wgmma_tile(&wt, w1a2().w, w1a2().x));
+  const Problem big = apmm_problem({1000, 4096, 4096});
+  CHECK(*resolve_tile(w1a2(), big, target).tile == wt);
+  CHECK(rules::use_wgmma(resolve_tile(w1a2(), big, target), "sm_90a"));
+  // Too few blocks: the paper's heuristic (many small mma.sync tiles).
+  const Problem small = apmm_problem({64, 1024, 1024});
+  CHECK(*resolve_tile(w1a2(), small, target).tile ==
+        rules::heuristic_tile(w1a2().w, w1a2().x, 64, 1024, 1024, 2 * target.sm_count, target.max_smem));
+  // Other targets never get it.
+  CHECK(*resolve_tile(w1a2(), big, nominal_target("sm_90")).tile ==
+        rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 2 * 132, 227 * 1024));
 }

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -334,4 +335,66 @@ TEST_CASE("generator: apconv sources define the conv entry points and carry the 
   KernelSpec raw = s;
   raw.tile.reset();
   CHECK_THROWS_AS(apnn::generate(raw), apnn::Error);
+}
+
+TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; everything else keeps mma.sync") {
+  const KernelSpec base = make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned);
+  const KernelSpec suits = with_tile(base, 128, 128, 1024, 4, 8, 1);  // 2 warpgroups of 64 x 128
+  REQUIRE(apnn::rules::wgmma_tile_error(*suits.tile, suits.w, suits.x).empty());
+  const GeneratedSource g = apnn::generate(suits, "sm_90a");
+  CHECK(contains(g.source, "#include \"apmm_sm90a.cuh\""));
+  CHECK(contains(g.source, "apnn::apmm_sm90a<Traits>("));
+  CHECK(g.kernels == apnn::generate(suits).kernels);
+  // Other targets, or no target, keep the portable core for the same spec.
+  for (const char* arch : {"", "sm_80", "sm_86", "sm_89", "sm_90"}) {
+    INFO(arch);
+    const GeneratedSource o = apnn::generate(suits, arch);
+    CHECK(contains(o.source, "#include \"apmm_sm80.cuh\""));
+    CHECK(contains(o.source, "apnn::apmm_sm80<Traits>("));
+  }
+  CHECK(apnn::generate(suits).source == apnn::generate(suits, "sm_80").source);
+  // Tiles whose warps are not warpgroups of 16-row warps stacked along M stay on mma.sync.
+  for (const KernelSpec& s : {with_tile(base, 64, 64, 512, 3, 2, 2), with_tile(base, 128, 64, 512, 4, 4, 2),
+                              with_tile(base, 32, 64, 256, 2, 2, 2)}) {
+    INFO(apnn::canonical_json(s));
+    CHECK_FALSE(apnn::rules::wgmma_tile_error(*s.tile, s.w, s.x).empty());
+    CHECK(contains(apnn::generate(s, "sm_90a").source, "apnn::apmm_sm80<Traits>("));
+  }
+  // A fused epilogue chain keeps the mma.sync core (the wgmma core stores int32 only).
+  KernelSpec fused = apnn::parse_spec_text(
+      R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","epilogue":[{"op":"scale_bias"},{"op":"relu"}],
+          "tile":{"bm":128,"bn":128,"bk":1024,"stages":4,"warps_m":8,"warps_n":1}})",
+      "test");
+  CHECK_FALSE(apnn::rules::use_wgmma(apnn::canonicalize(fused), "sm_90a"));
+  CHECK(contains(apnn::generate(apnn::canonicalize(fused), "sm_90a").source, "apnn::apmm_sm80<Traits>("));
+  // The environment switch turns it off (for comparisons of the two cores on one tile).
+  setenv("APNN_DISABLE_WGMMA", "1", 1);
+  CHECK(contains(apnn::generate(suits, "sm_90a").source, "apnn::apmm_sm80<Traits>("));
+  setenv("APNN_DISABLE_WGMMA", "0", 1);
+  CHECK(contains(apnn::generate(suits, "sm_90a").source, "apnn::apmm_sm90a<Traits>("));
+  unsetenv("APNN_DISABLE_WGMMA");
+}
+
+TEST_CASE("rules: every precision has a wgmma tile, within the register and shared-memory budgets") {
+  for (int p = 1; p <= 8; ++p)
+    for (int q = 1; q <= 8; ++q)
+      for (Encoding we : kEncodings)
+        for (Encoding xe : kEncodings) {
+          const apnn::OperandFormat w{p, we}, x{q, xe};
+          Tile t;
+          INFO("w", p, " x", q, " ", static_cast<int>(we), "/", static_cast<int>(xe));
+          REQUIRE(apnn::rules::wgmma_tile(&t, w, x));
+          CHECK(apnn::rules::check_tile(t, w, x).empty());
+          CHECK(apnn::rules::wgmma_tile_error(t, w, x).empty());
+          CHECK(t.bm == 128);
+          CHECK(t.warps_m * t.warps_n == 8);
+          CHECK(apnn::rules::wgmma_shared_bytes(t, w, x) <= apnn::rules::kMaxSharedBytes);
+        }
+  Tile t;
+  REQUIRE(apnn::rules::wgmma_tile(&t, {1, Encoding::Pm1}, {1, Encoding::Pm1}));
+  CHECK(t == Tile{128, 256, 1024, 4, 8, 1});
+  REQUIRE(apnn::rules::wgmma_tile(&t, {1, Encoding::Pm1}, {2, Encoding::Unsigned}));
+  CHECK(t == Tile{128, 128, 1024, 4, 8, 1});
+  REQUIRE(apnn::rules::wgmma_tile(&t, {2, Encoding::Signed}, {2, Encoding::Unsigned}));
+  CHECK(t == Tile{128, 64, 1024, 4, 8, 1});
 }

@@ -1,0 +1,196 @@
+// The binary GEMM core on wgmma.mma_async m64nNk256 .b1 AND+popc (sm_90a only): the same
+// batch-based double caching as gemm_sm80.cuh, with the tensor cores reading both
+// operands straight from shared memory through descriptors.
+//
+// Tile mapping (kernel_rules.h, wgmma_tile_error): the block's warps form warpgroups of 4
+// consecutive warps; kWarpsM/4 warpgroups stack along M (64 rows each, warp w of a
+// warpgroup owns rows 16w..16w+15), kWarpsN along N (kBN/kWarpsN columns each, the
+// wgmma's N). So kBM == 16*kWarpsM, and every warp holds one 16-row slice: the
+// accumulator fragment has exactly the shape of GemmSm80's with kMI == 1, and the
+// epilogue (ApmmProblem::store) is shared.
+//
+// Shared memory: per stage, the W tiles of all p planes then the X tiles of all q planes,
+// rows of kBK bits (32, 64 or 128 bytes) back to back, K-major, swizzled in the
+// hardware's 32/64/128-byte mode matching the row width (16-byte chunk c of row r goes to
+// chunk c ^ ((r*rowbytes/128) % (rowbytes/16))); the base is aligned to 1024 bytes
+// (callers allocate kSmemSlack extra bytes). One K step of 256 bits is 32 bytes of a row:
+// the descriptor's start address advances by 32 bytes inside the swizzle atom.
+//
+// Pipeline: kStages slots filled by cp.async (zero-fill past M, N and K). Step i waits for
+// its slot, issues all p*q plane-pair wgmmas of the slot, commits, then waits until step
+// i-1's wgmmas are done (wait_group 1) and refills i-1's slot after a barrier, so the
+// tensor cores always have one step queued while the copies of kStages-1 steps fly. The
+// grid is persistent (at most a wave of blocks), and the steps of a block's successive
+// tiles form one pipeline.
+#pragma once
+#include "apnn_types.cuh"
+#include "ptx_sm80.cuh"
+#include "ptx_sm90a.cuh"
+
+namespace apnn {
+
+template <class T>
+struct GemmSm90a {
+  static constexpr int kThreads = 32 * T::kWarpsM * T::kWarpsN;
+  static constexpr int kWgN = T::kWarpsN;                  // warpgroups along N
+  static constexpr int kWN = T::kBN / T::kWarpsN;          // the wgmma's N
+  static constexpr int kMI = 1;
+  static constexpr int kNI = kWN / 8;
+  static constexpr int kRowBytes = T::kBK / 8;             // 32, 64 or 128: also the swizzle width
+  static constexpr int kRowWords = T::kBK / 32;
+  static constexpr int kChunksPerRow = kRowBytes / 16;
+  static constexpr int kKSteps = T::kBK / 256;             // wgmma K steps per stage
+  static constexpr int kRowsA = T::kWBits * T::kBM;
+  static constexpr int kRowsB = T::kXBits * T::kBN;
+  static constexpr int kStageBytes = (kRowsA + kRowsB) * kRowBytes;
+  static constexpr u64 kSwizzle = kRowBytes == 128 ? 1 : (kRowBytes == 64 ? 2 : 3);
+  static constexpr int kSmemSlack = 1024;                  // for aligning the base
+  static_assert(T::kWarpsM % 4 == 0 && T::kBM == 16 * T::kWarpsM, "wgmma tile: 4 warps of 16 rows per warpgroup");
+  static_assert(kWN == 8 || kWN == 16 || kWN == 32 || kWN == 64 || kWN == 128 || kWN == 256, "wgmma N");
+  static_assert(kRowBytes == 32 || kRowBytes == 64 || kRowBytes == 128, "bk must be 256, 512 or 1024");
+
+  // Byte offset of 16-byte chunk `col` of tile row `row` (the hardware's swizzle of address
+  // bits [4, 4+log2(kChunksPerRow)) by bits [7, ...)).
+  static __device__ __forceinline__ int swz(int row, int col) {
+    return row * kRowBytes + ((col ^ (((row * kRowBytes) >> 7) & (kChunksPerRow - 1))) << 4);
+  }
+
+  // kRows rows (kRows/kTileRows planes of kTileRows rows) of kBK bits from word kword0 on.
+  // Rows past the matrix and words past the packed row are zero-filled, so any M, N, K work.
+  template <int kRows, int kTileRows>
+  static __device__ __forceinline__ void load_operand(u32* dst, const u32* __restrict__ planes, i64 plane_stride,
+                                                      int rows, int row0, int ld, int kword0) {
+    constexpr int kChunks = kRows * kChunksPerRow;
+    constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
+    char* d = reinterpret_cast<char*>(dst);
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const int c = i * kThreads + static_cast<int>(threadIdx.x);
+      if (kChunks % kThreads != 0 && c >= kChunks) break;
+      const int row = c / kChunksPerRow;
+      const int col = c % kChunksPerRow;
+      const int grow = row0 + row % kTileRows;
+      const int gword = kword0 + col * 4;
+      const bool ok = grow < rows && gword < ld;
+      const u32* base = planes + (row / kTileRows) * plane_stride;
+      ptx::cp_async_16(d + swz(row, col), ok ? base + static_cast<i64>(grow) * ld + gword : base, ok ? 16 : 0);
+    }
+  }
+
+  // Pins the accumulators in place: the compiler may not move a read of them across this
+  // point (a read hoisted above a wgmma wait would serialize every wgmma, ptxas C7514).
+  static __device__ __forceinline__ void fence_acc(i32 (&acc)[T::kGroups][kMI][kNI][4]) {
+#pragma unroll
+    for (int grp = 0; grp < T::kGroups; ++grp)
+#pragma unroll
+      for (int ni = 0; ni < kNI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(acc[grp][0][ni][e])::"memory");
+  }
+
+  // Whether plane pair (s, t) is the first, in issue order, of its accumulator set: its
+  // wgmma at a tile's first K step overwrites instead of accumulating (no zeroing moves,
+  // which would make ptxas wait for the wgmmas in flight).
+  static __device__ constexpr bool first_of_group(int s, int t) {
+    for (int i = 0; i < s * T::kXBits + t; ++i)
+      if (T::group_of(i / T::kXBits, i % T::kXBits) == T::group_of(s, t)) return false;
+    return true;
+  }
+
+  static __device__ __forceinline__ void zero_acc(i32 (&acc)[T::kGroups][kMI][kNI][4]) {
+#pragma unroll
+    for (int grp = 0; grp < T::kGroups; ++grp)
+#pragma unroll
+      for (int ni = 0; ni < kNI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[grp][0][ni][e] = 0;
+  }
+
+  // Output tiles, M fastest: ceil(M/kBM) * ceil(N/kBN).
+  static __host__ __device__ __forceinline__ int tiles(int M, int N) {
+    return ((M + T::kBM - 1) / T::kBM) * ((N + T::kBN - 1) / T::kBN);
+  }
+
+  // Persistent: block b computes tiles b, b + gridDim.x, ... (any 1-D grid works). The
+  // (tile, K step) sequence is one pipeline, so the next tile's first stages load while
+  // this one finishes and stores. Problem: as GemmSm80::run (a_planes, a_plane_stride,
+  // a_rows, a_ld, k_words, load_b, store) plus N, the rows of B; load_b writes this core's
+  // layout.
+  template <class Problem>
+  static __device__ __forceinline__ void run(u32* smem_raw, const Problem& prob) {
+    const u32 raw_addr = ptx::smem_addr(smem_raw);
+    const u32 pad = (1024u - (raw_addr & 1023u)) & 1023u;
+    char* smem = reinterpret_cast<char*>(smem_raw) + pad;
+    const u32 smem_base = raw_addr + pad;
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wg = warp >> 2;
+    const int wg_m = wg / kWgN, wg_n = wg % kWgN;
+    const int g = lane >> 2, tig = lane & 3;
+    const int tiles_m = (prob.a_rows + T::kBM - 1) / T::kBM;
+    const int ntiles = tiles(prob.a_rows, prob.N);
+    const int ktiles = (prob.k_words + kRowWords - 1) / kRowWords;
+    if (static_cast<int>(blockIdx.x) >= ntiles || ktiles == 0) return;
+    const int steps = ((ntiles - 1 - static_cast<int>(blockIdx.x)) / static_cast<int>(gridDim.x) + 1) * ktiles;
+
+    int ld_tile = blockIdx.x, ld_kt = 0;  // the next (tile, K step) to load
+    auto load_next = [&](int slot) {
+      const int m0 = (ld_tile % tiles_m) * T::kBM, n0 = (ld_tile / tiles_m) * T::kBN;
+      u32* st = reinterpret_cast<u32*>(smem + slot * kStageBytes);
+      load_operand<kRowsA, T::kBM>(st, prob.a_planes, prob.a_plane_stride, prob.a_rows, m0, prob.a_ld, ld_kt * kRowWords);
+      prob.load_b(reinterpret_cast<u32*>(smem + slot * kStageBytes + kRowsA * kRowBytes), n0, ld_kt * kRowWords);
+      if (++ld_kt == ktiles) {
+        ld_kt = 0;
+        ld_tile += gridDim.x;
+      }
+    };
+
+    // Descriptors of this warpgroup's slices in slot 0 at K step 0; other slots, planes and
+    // K steps add their byte offset / 16 to the start address field.
+    const u64 desc_a = ptx::wgmma_desc(smem_base + wg_m * 64 * kRowBytes, 16, 8 * kRowBytes, kSwizzle);
+    const u64 desc_b = ptx::wgmma_desc(smem_base + kRowsA * kRowBytes + wg_n * kWN * kRowBytes, 16, 8 * kRowBytes, kSwizzle);
+
+    i32 acc[T::kGroups][kMI][kNI][4];
+    zero_acc(acc);
+
+#pragma unroll
+    for (int st = 0; st < T::kStages - 1; ++st) {
+      if (st < steps) load_next(st);
+      ptx::cp_async_commit();
+    }
+    int i = 0;  // steps done, over all of this block's tiles
+    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+      for (int kt = 0; kt < ktiles; ++kt, ++i) {
+        ptx::cp_async_wait<T::kStages - 2>();
+        ptx::fence_proxy_async();
+        __syncthreads();  // step i landed, from every thread, visible to the tensor cores
+        const u64 slot = static_cast<u64>((i % T::kStages) * (kStageBytes >> 4));
+        fence_acc(acc);
+        ptx::wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks)
+#pragma unroll
+          for (int s = 0; s < T::kWBits; ++s)
+#pragma unroll
+            for (int t = 0; t < T::kXBits; ++t) {
+              const u64 da = desc_a + slot + static_cast<u64>((s * T::kBM * kRowBytes + ks * 32) >> 4);
+              const u64 db = desc_b + slot + static_cast<u64>((t * T::kBN * kRowBytes + ks * 32) >> 4);
+              ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], da, db, ks > 0 || !first_of_group(s, t) || kt > 0);
+            }
+        ptx::wgmma_commit();
+        fence_acc(acc);
+        ptx::wgmma_wait<1>();  // this warpgroup's step i-1 is done
+        __syncthreads();       // everyone's is: slot (i-1) % kStages may be refilled
+        if (i + T::kStages - 1 < steps) load_next((i + T::kStages - 1) % T::kStages);
+        ptx::cp_async_commit();
+      }
+      // Store the tile while the next tile's first stages load.
+      ptx::wgmma_wait<0>();
+      fence_acc(acc);
+      prob.store(acc, (tile % tiles_m) * T::kBM + wg_m * 64 + (warp & 3) * 16, (tile / tiles_m) * T::kBN + wg_n * kWN, g,
+                 tig);
+    }
+  }
+};
+
+}  // namespace apnn
