@@ -48,19 +48,21 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
       return s;
     }
   }
+  s.tile = untuned_tile(spec, p, t);
+  return s;
+}
+
+Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   // sm_90a: the wgmma core's tile once it gives at least half a wave of blocks (plain
   // int32 output; fused chains stay on the mma.sync core's tiles).
   if (t.arch == "sm_90a" && s.op == Op::Apmm && s.epilogue.empty()) {
     Tile wt;
     if (rules::wgmma_tile(&wt, s.w, s.x) && rules::wgmma_shared_bytes(wt, s.w, s.x) <= t.max_smem &&
-        2 * ((p.M + wt.bm - 1) / wt.bm) * ((p.N + wt.bn - 1) / wt.bn) >= t.sm_count) {
-      s.tile = wt;
-      return s;
-    }
+        2 * ((p.M + wt.bm - 1) / wt.bm) * ((p.N + wt.bn - 1) / wt.bn) >= t.sm_count)
+      return wt;
   }
   // Two blocks per SM keep the SMs busy while one waits on memory.
-  s.tile = rules::heuristic_tile(s, p.M, p.N, p.K_bits, 2 * t.sm_count, t.max_smem);
-  return s;
+  return rules::heuristic_tile(s, p.M, p.N, p.K_bits, 2 * t.sm_count, t.max_smem);
 }
 
 namespace {

@@ -31,6 +31,9 @@ Problem conv_problem(const KernelSpec& spec, const ConvShape& s);
 
 // Tuned winner (database at TuningDb::default_path()) or heuristic, for `target`.
 KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t);
+// What a request without a recorded winner gets: on sm_90a the wgmma core's tile where it
+// fills the GPU, else the paper's heuristic (what `apnn tune` compares its winner with).
+Tile untuned_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 // The same for the current GPU.
 KernelSpec with_tile_for(const KernelSpec& spec, const Problem& p);
 

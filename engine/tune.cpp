@@ -97,8 +97,7 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
   progress(cands.size(), cands.size(), "time");
 
   TuneCandidate heuristic;
-  result.heuristic_tile =
-      rules::heuristic_tile(spec, problem.M, problem.N, problem.K_bits, 2 * target.sm_count, target.max_smem);
+  result.heuristic_tile = untuned_tile(spec, problem, target);
   measure(result.heuristic_tile, &heuristic);
   result.heuristic_us = heuristic.us;
 
