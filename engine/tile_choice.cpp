@@ -61,8 +61,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         2 * ((p.M + wt.bm - 1) / wt.bm) * ((p.N + wt.bn - 1) / wt.bn) >= t.sm_count)
       return wt;
   }
-  // Two blocks per SM keep the SMs busy while one waits on memory.
-  return rules::heuristic_tile(s, p.M, p.N, p.K_bits, 2 * t.sm_count, t.max_smem);
+  return rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);
 }
 
 namespace {

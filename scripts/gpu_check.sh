@@ -8,7 +8,7 @@ bin=${1:?binary dir}
 out=${2:-/tmp}
 export APNN_VECTORS_DIR=$bin/vectors
 export APNN_CACHE_DIR=$(mktemp -d)
-export APNN_CLI=$bin/apnn  # the CLI end-to-end suites run the carried binary
+export APNN_CLI=$(cd "$bin" && pwd)/apnn  # the CLI end-to-end suites run the carried binary
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 status=0
 for t in "$bin"/test_*; do

@@ -20,7 +20,7 @@ problems+=("/tmp/hc_conv.json --batch 8 --in-channels 64 --height 56 --width 56 
 status=0
 : > "$out/heuristic.jsonl"
 for p in "${problems[@]}"; do
-  "$bin/apnn" tune $p --json --top 1 2>>"$out/tune_progress.log" >> "$out/heuristic.jsonl" || status=1
+  "$bin/apnn" tune $p --json --top 100000 2>>"$out/tune_progress.log" >> "$out/heuristic.jsonl" || status=1
 done
 python3 - "$out/heuristic.jsonl" <<'PY'
 import json, sys

@@ -211,42 +211,49 @@ Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, i
   return heuristic_tile(plain, M, N, K_bits, tlp_threshold, max_smem);
 }
 
-Tile heuristic_tile(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits, int64_t tlp_threshold, int max_smem) {
+Tile heuristic_tile(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits, int64_t wave, int max_smem) {
   const OperandFormat& w = spec.w;
   const OperandFormat& x = spec.x;
-  struct Candidate {
-    Tile t;
-    int64_t tlp;
-    double ci;
-  };
-  std::vector<Candidate> legal;
-  for (int bm : {16, 32, 64, 128})
-    for (int bn : {16, 32, 64, 128}) {
+  // The M side first: 4 warps of 16 rows (8 from M > 512), no taller than M needs.
+  int bm_top = M > 512 ? 128 : 64;
+  while (bm_top > 16 && bm_top / 2 >= M) bm_top /= 2;
+  const int bk = K_bits >= 1024 ? 1024 : K_bits >= 512 ? 512 : 256;
+  // Warps stacked along M, each 16 rows by bn (two 8-column halves for bn 16); where the
+  // accumulators do not fit that grid, choose_warps's.
+  auto make = [&](int bm, int bn, Tile* out) {
+    for (int stages : {3, 2}) {
       Tile t;
       t.bm = bm;
       t.bn = bn;
-      t.bk = K_bits <= 256 ? 256 : 512;
-      t.stages = 3;
-      if (kernel_shared_bytes(t, spec) > max_smem) t.stages = 2;
-      if (!choose_warps(&t, w, x) || !check_epilogue_tile(t, spec).empty() || kernel_shared_bytes(t, spec) > max_smem)
-        continue;
-      // Intensity of the part of the tile the problem fills: a 128-wide side over a batch of
-      // 8 only adds idle rows.
-      const double em = static_cast<double>(std::min<int64_t>(bm, M)), en = static_cast<double>(std::min<int64_t>(bn, N));
-      legal.push_back({t, ((M + bm - 1) / bm) * ((N + bn - 1) / bn), 2.0 * em * en / (em + en)});
+      t.bk = bk;
+      t.stages = stages;
+      t.warps_m = std::min(8, bm / 16);
+      t.warps_n = bn >= 32 ? 1 : bn / 8;
+      if (!check_tile(t, w, x).empty() && !choose_warps(&t, w, x)) continue;
+      if (check_kernel_tile(t, spec).empty() && kernel_shared_bytes(t, spec) <= max_smem) {
+        *out = t;
+        return true;
+      }
     }
-  if (legal.empty()) return default_tile(spec);
-  // Highest TLP, then highest intensity, then the smallest tile (least padding work).
-  std::sort(legal.begin(), legal.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.tlp != b.tlp) return a.tlp > b.tlp;
-    if (a.ci != b.ci) return a.ci > b.ci;
-    return a.t.bm * a.t.bn < b.t.bm * b.t.bn;
-  });
-  const Candidate* best = &legal.front();
-  if (best->tlp >= tlp_threshold)
-    for (const Candidate& c : legal)
-      if (c.tlp >= tlp_threshold && c.ci > best->ci) best = &c;
-  return best->t;
+    return false;
+  };
+  const int64_t enough = std::max<int64_t>(1, wave * 9 / 10);  // a wave, its last blocks may be short
+  for (int bm = bm_top; bm >= 16; bm /= 2) {
+    Tile best, most_parallel;
+    bool any = false, filled = false;
+    for (int bn : {8, 16, 32, 64, 128}) {  // ascending: the last that fills a wave is the widest
+      Tile t;
+      if (!make(bm, bn, &t)) continue;
+      if (!any) most_parallel = t;
+      any = true;
+      if (((M + bm - 1) / bm) * ((N + bn - 1) / bn) >= enough) {
+        best = t;
+        filled = true;
+      }
+    }
+    if (any) return filled ? best : most_parallel;
+  }
+  return default_tile(spec);
 }
 
 }  // namespace apnn::rules

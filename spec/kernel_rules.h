@@ -71,16 +71,20 @@ bool wgmma_tile(Tile* t, const OperandFormat& w, const OperandFormat& x);
 
 namespace apnn::rules {
 
-// The paper's heuristic (section 4.3) for a spec without a tile, given the problem:
-// candidates bm, bn in {16, 32, 64, 128}; TLP = number of blocks; take the highest TLP,
-// and if it is at least `tlp_threshold` (a few waves of the device's SMs), the highest
-// compute intensity 2*bm*bn/(bm+bn) among candidates that keep TLP above it.
-// bk is 256 when K fits in it, else 512; warps as choose_warps.
-// Candidates needing more than max_smem bytes of shared memory are skipped.
-Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N, int64_t K_bits,
-                    int64_t tlp_threshold, int max_smem = kMaxSharedBytes);
+// The tile for a spec without one, given the problem: the paper's TLP/CI rule (section
+// 4.3: raise compute intensity while the block count TLP stays above a threshold), fitted
+// to what `apnn tune` measured on the H100 (bench/NOTES.md, "Heuristic"):
+//   - the threshold is one wave (`wave` = the SM count; 90% of it, the last wave may be short),
+//   - the M side is fixed first: bm = 64 (128 when M > 512), smaller only when M is,
+//     with its warps stacked along M (16 rows each),
+//   - intensity is raised along N: the widest bn in 8..128 whose TLP still fills a wave;
+//     when none does, bn = 8 (the most blocks),
+//   - bk = 1024 bits once K reaches it (512, 256 below), 3 stages where shared memory allows.
+// A smaller bm is tried when no bn is legal at the preferred one (registers, epilogue).
+Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N, int64_t K_bits, int64_t wave,
+                    int max_smem = kMaxSharedBytes);
 // The same among the tiles the spec's epilogue allows.
-Tile heuristic_tile(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits, int64_t tlp_threshold,
+Tile heuristic_tile(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits, int64_t wave,
                     int max_smem = kMaxSharedBytes);
 
 }  // namespace apnn::rules

@@ -39,8 +39,9 @@ inline CliResult run_apnn(const std::vector<std::string>& args, const std::files
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
   // APNN_CLI overrides the build's path: binaries carried to a GPU machine run from elsewhere.
+  // Made absolute here: the child runs in `workdir`.
   const char* cli = std::getenv("APNN_CLI");
-  std::vector<std::string> argv_store = {cli && *cli ? cli : APNN_CLI_PATH};
+  std::vector<std::string> argv_store = {cli && *cli ? std::filesystem::absolute(cli).string() : APNN_CLI_PATH};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   for (auto& s : argv_store) argv.push_back(s.data());
   argv.push_back(nullptr);

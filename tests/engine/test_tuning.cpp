@@ -116,7 +116,7 @@ TEST_CASE("resolve_tile: the recorded winner when legal, else the heuristic; an 
   const Target target = nominal_target("sm_90");  // sm_90a's heuristic prefers wgmma tiles (below)
   const Problem p = apmm_problem({1000, 4096, 4096});
   const Tile heuristic = *resolve_tile(w1a2(), p, target).tile;
-  CHECK(heuristic == rules::heuristic_tile(w1a2().w, w1a2().x, p.M, p.N, p.K_bits, 2 * target.sm_count, target.max_smem));
+  CHECK(heuristic == rules::heuristic_tile(w1a2().w, w1a2().x, p.M, p.N, p.K_bits, target.sm_count, target.max_smem));
   const Tile tuned{32, 128, 1024, 2, 2, 4};
   REQUIRE(rules::check_tile(tuned, w1a2().w, w1a2().x).empty());
   TuningDb(tmp.path()).record(make_tune_key(w1a2(), target.arch, target.device, p.shape), {tuned, 9.0});
@@ -144,8 +144,8 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   // Too few blocks: the paper's heuristic (many small mma.sync tiles).
   const Problem small = apmm_problem({64, 1024, 1024});
   CHECK(*resolve_tile(w1a2(), small, target).tile ==
-        rules::heuristic_tile(w1a2().w, w1a2().x, 64, 1024, 1024, 2 * target.sm_count, target.max_smem));
+        rules::heuristic_tile(w1a2().w, w1a2().x, 64, 1024, 1024, target.sm_count, target.max_smem));
   // Other targets never get it.
   CHECK(*resolve_tile(w1a2(), big, nominal_target("sm_90")).tile ==
-        rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 2 * 132, 227 * 1024));
+        rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 132, 227 * 1024));
 }
