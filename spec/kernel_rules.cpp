@@ -217,9 +217,17 @@ Tile heuristic_tile(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits
   // The M side first: 4 warps of 16 rows (8 from M > 512), no taller than M needs.
   int bm_top = M > 512 ? 128 : 64;
   while (bm_top > 16 && bm_top / 2 >= M) bm_top /= 2;
-  const int bk = K_bits >= 1024 ? 1024 : K_bits >= 512 ? 512 : 256;
-  // Warps stacked along M, each 16 rows by bn (two 8-column halves for bn 16); where the
-  // accumulators do not fit that grid, choose_warps's.
+  // The widest K step whose padding adds at most a quarter to K (conv's 9 x 128-bit rows:
+  // 1152 bits run as 5 steps of 256, not 2 of 1024).
+  int bk = 256;
+  for (int step : {1024, 512})
+    if ((K_bits + step - 1) / step * step * 4 <= K_bits * 5) {
+      bk = step;
+      break;
+    }
+  // Warps stacked along M, 16 rows each; along N one warp for bn 8, two for 16, and for
+  // wider tiles 16 columns a warp up to 8 warps in all. Where the accumulators do not fit
+  // that grid, choose_warps's.
   auto make = [&](int bm, int bn, Tile* out) {
     for (int stages : {3, 2}) {
       Tile t;
@@ -228,7 +236,7 @@ Tile heuristic_tile(const KernelSpec& spec, int64_t M, int64_t N, int64_t K_bits
       t.bk = bk;
       t.stages = stages;
       t.warps_m = std::min(8, bm / 16);
-      t.warps_n = bn >= 32 ? 1 : bn / 8;
+      t.warps_n = bn <= 16 ? bn / 8 : std::max(1, std::min(bn / 16, 8 / t.warps_m));
       if (!check_tile(t, w, x).empty() && !choose_warps(&t, w, x)) continue;
       if (check_kernel_tile(t, spec).empty() && kernel_shared_bytes(t, spec) <= max_smem) {
         *out = t;

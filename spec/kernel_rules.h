@@ -76,10 +76,12 @@ namespace apnn::rules {
 // to what `apnn tune` measured on the H100 (bench/NOTES.md, "Heuristic"):
 //   - the threshold is one wave (`wave` = the SM count; 90% of it, the last wave may be short),
 //   - the M side is fixed first: bm = 64 (128 when M > 512), smaller only when M is,
-//     with its warps stacked along M (16 rows each),
+//     with its warps stacked along M (16 rows each; along N 1 warp for bn 8, 2 for 16,
+//     16 columns a warp above, at most 8 warps),
 //   - intensity is raised along N: the widest bn in 8..128 whose TLP still fills a wave;
 //     when none does, bn = 8 (the most blocks),
-//   - bk = 1024 bits once K reaches it (512, 256 below), 3 stages where shared memory allows.
+//   - bk: the widest of 1024, 512 bits whose padding adds at most 25% to K, else 256;
+//     3 stages where shared memory allows.
 // A smaller bm is tried when no bn is legal at the preferred one (registers, epilogue).
 Tile heuristic_tile(const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N, int64_t K_bits, int64_t wave,
                     int max_smem = kMaxSharedBytes);

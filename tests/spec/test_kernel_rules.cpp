@@ -21,15 +21,16 @@ TEST_CASE("heuristic: bm from M, warps along M, the widest bn that still fills a
   const Tile fc = heuristic_tile(kW1, kA2, 64, 1024, 1024, 132);
   CHECK(fc == Tile{64, 8, 1024, 3, 4, 1});
   // 64x4096x4096: bn 32 gives 128 blocks (a wave), bn 64 only 64.
-  CHECK(heuristic_tile(kW1, kA2, 64, 4096, 4096, 132).bn == 32);
+  CHECK(heuristic_tile(kW1, kA2, 64, 4096, 4096, 132) == Tile{64, 32, 1024, 3, 4, 2});
   // The paper's conv layers, M = O channels, N = 256 pixels, K = 9*C bits.
-  CHECK(heuristic_tile(kW1, kA2, 256, 256, 9 * 256, 132) == Tile{64, 8, 1024, 3, 4, 1});
+  CHECK(heuristic_tile(kW1, kA2, 256, 256, 9 * 256, 132) == Tile{64, 8, 512, 3, 4, 1});
   CHECK(heuristic_tile(kW1, kA2, 512, 256, 9 * 512, 132) == Tile{64, 16, 1024, 3, 4, 2});
   CHECK(heuristic_tile(kW1, kA2, 1024, 256, 9 * 1024, 132) == Tile{128, 16, 1024, 3, 8, 2});
   // Plenty of work: the widest candidate.
   const Tile big = heuristic_tile(kW1, kA2, 8192, 8192, 8192, 132);
-  CHECK(big.bm == 128);
-  CHECK(big.bn == 128);
+  CHECK(big == Tile{128, 128, 1024, 3, 8, 1});
+  // ResNet-like batch 8, 56x56x64: 64x64 tiles of 4x4 warps... capped at 8 warps: 4x2.
+  CHECK(heuristic_tile(kW1, kA2, 64, 8 * 56 * 56, 9 * 128, 132) == Tile{64, 128, 256, 3, 4, 2});
 }
 
 TEST_CASE("heuristic: below a wave it takes the most parallel bn; a short M gets a short tile") {
@@ -40,9 +41,11 @@ TEST_CASE("heuristic: below a wave it takes the most parallel bn; a short M gets
   CHECK(heuristic_tile(kW1, kA2, 1, 4096, 1024, 132).bm == 16);
 }
 
-TEST_CASE("heuristic: bk 1024 once K reaches it, 512 and 256 below") {
+TEST_CASE("heuristic: the widest bk whose padding adds at most 25% to K") {
   CHECK(heuristic_tile(kW1, kA2, 512, 512, 200, 132).bk == 256);
-  CHECK(heuristic_tile(kW1, kA2, 512, 512, 600, 132).bk == 512);
+  CHECK(heuristic_tile(kW1, kA2, 512, 512, 600, 132).bk == 256);   // 1024 and 512 both pad to 1024
+  CHECK(heuristic_tile(kW1, kA2, 512, 512, 9 * 128, 132).bk == 256);  // 1152: 2048 or 1536 padded
+  CHECK(heuristic_tile(kW1, kA2, 512, 512, 9 * 256, 132).bk == 512);  // 2304: 2560 with 512
   CHECK(heuristic_tile(kW1, kA2, 512, 512, 4096, 132).bk == 1024);
 }
 
