@@ -50,22 +50,7 @@ void run_conv_section(Section& s, const Plan& plan) {
       spec.w = p.w;
       spec.x = p.x;
       spec = with_tile_for(spec, conv_problem(spec, c.shape));
-      Row r = make_row("conv", c.label, dims, ops, "apnn", p.name());
-      r.p = p.w.bits;
-      r.q = p.x.bits;
-      r.spec = nlohmann::json::parse(canonical_json(spec));
-      OursConv ours(s.engine, spec, c.shape, s.l2);
-      const CheckResult check = ours.check();
-      r.checked = check.checked;
-      r.mismatches = check.mismatches;
-      if (check.mismatches) {
-        s.mismatch = true;
-        r.note = "MISMATCH " + check.first_mismatch;
-      }
-      r.t = time_rotated(s.rule, ours.sets(), [&](int set) { ours.launch(set); });
-      std::fprintf(stderr, "conv %-24s %-16s %.2f us, %llu checked, %llu mismatches\n", c.label.c_str(), r.prec.c_str(),
-                   r.t.us, static_cast<unsigned long long>(r.checked), static_cast<unsigned long long>(r.mismatches));
-      s.report.rows.push_back(std::move(r));
+      run_ours<OursConv>(s, "conv", c.label, dims, ops, p, spec, c.shape);
     }
   }
 }

@@ -37,22 +37,7 @@ void run_gemm_section(Section& s, const Plan& plan) {
       spec.w = p.w;
       spec.x = p.x;
       spec = with_tile_for(spec, apmm_problem(c.shape));
-      Row r = make_row("gemm", c.label, dims, ops, "apnn", p.name());
-      r.p = p.w.bits;
-      r.q = p.x.bits;
-      r.spec = nlohmann::json::parse(canonical_json(spec));
-      OursGemm ours(s.engine, spec, c.shape, s.l2);
-      const CheckResult check = ours.check();
-      r.checked = check.checked;
-      r.mismatches = check.mismatches;
-      if (check.mismatches) {
-        s.mismatch = true;
-        r.note = "MISMATCH " + check.first_mismatch;
-      }
-      r.t = time_rotated(s.rule, ours.sets(), [&](int set) { ours.launch(set); });
-      std::fprintf(stderr, "gemm %-16s %-14s %.2f us, %llu checked, %llu mismatches\n", c.label.c_str(), r.prec.c_str(),
-                   r.t.us, static_cast<unsigned long long>(r.checked), static_cast<unsigned long long>(r.mismatches));
-      s.report.rows.push_back(std::move(r));
+      run_ours<OursGemm>(s, "gemm", c.label, dims, ops, p, spec, c.shape);
     }
   }
 }

@@ -6,6 +6,7 @@
 
 #include "apnn/engine.h"
 #include "bench/cases.h"
+#include "bench/ours.h"
 #include "bench/report.h"
 #include "bench/timing.h"
 
@@ -23,6 +24,30 @@ struct Section {
 // with use(i), then times it under the full rule.
 Timing time_best_candidate(const TimingRule& rule, int candidates, int sets, const std::function<void(int)>& use,
                            const std::function<void(int)>& launch, int* chosen);
+
+// Checks one configuration of ours against the CPU reference, times it under the rule
+// and adds its row (spec: with its tile; Ours: OursGemm or OursConv of bench/ours.h).
+template <class Ours, class Shape>
+void run_ours(Section& s, const std::string& op, const std::string& label, const nlohmann::json& dims, double ops,
+              const Precision& p, const KernelSpec& spec, const Shape& shape) {
+  Row r = make_row(op, label, dims, ops, "apnn", p.name());
+  r.p = p.w.bits;
+  r.q = p.x.bits;
+  r.spec = nlohmann::json::parse(canonical_json(spec));
+  Ours ours(s.engine, spec, shape, s.l2);
+  const CheckResult check = ours.check();
+  r.checked = check.checked;
+  r.mismatches = check.mismatches;
+  if (check.mismatches) {
+    s.mismatch = true;
+    r.note = "MISMATCH " + check.first_mismatch;
+  }
+  r.t = time_rotated(s.rule, ours.sets(), [&](int set) { ours.launch(set); });
+  std::fprintf(stderr, "%s %-24s %-16s %.2f us, %llu checked, %llu mismatches\n", op.c_str(), label.c_str(),
+               r.prec.c_str(), r.t.us, static_cast<unsigned long long>(r.checked),
+               static_cast<unsigned long long>(r.mismatches));
+  s.report.rows.push_back(std::move(r));
+}
 
 void run_gemm_section(Section& s, const Plan& plan);
 void run_conv_section(Section& s, const Plan& plan);  // built only with cuDNN's header
