@@ -107,9 +107,6 @@ __device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int 
     const int j = task / kChunks, chunk = task - j * kChunks;
     const int q = blockIdx.y * kOutPerTile + j;
     if (q >= prob.out_pixels) continue;  // warp-uniform
-    // bm = 256 spans 8 words but a row holds ceil(O/128)*4: with O mod 256 in 1..128 the last
-    // block's upper chunks lie past the row (they would zero the next pixel's words).
-    if (E::kQuantize && m0 / 32 + chunk >= prob.out_cw) continue;  // warp-uniform
     const int r = chunk * 32 + lane, o = m0 + r;
     const bool ok = r < T::kBM && o < O;
     const int img = q / prob.out_hw, pix = q - img * prob.out_hw;
