@@ -16,7 +16,8 @@
 namespace apnn {
 
 void check_apmm_shape(const KernelSpec& spec, const ApmmShape& s) {
-  const int64_t kMaxDim = (int64_t{1} << 31) - 1;
+  // Kernels index in int32 and round M up to a 128-bit packed row: keep that below 2^31.
+  const int64_t kMaxDim = (int64_t{1} << 31) - 256;
   const struct { const char* name; int64_t v; } dims[] = {{"M", s.M}, {"N", s.N}, {"K", s.K}};
   for (const auto& d : dims) {
     if (d.v < 1) throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} must be >= 1, got {}", d.name, d.v));

@@ -132,9 +132,12 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   const EpilogueOp* pool = s.epilogue.pool();
   d.grid_y = pool ? blocks(od.pixels(), t.bn / (pool->size * pool->size)) : blocks(g.N * g.Ho() * g.Wo(), t.bn);
   if (d.grid_y > 65535)
-    throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} output pixels need {} column tiles of {}, above the grid "
-                                                     "limit 65535",
-                                                     g.N * g.Ho() * g.Wo(), d.grid_y, t.bn));
+    throw Error(ErrorKind::InvalidInput,
+                pool ? fmt::format("shape: {} pooled output pixels need {} column tiles of {} windows, above the grid "
+                                   "limit 65535",
+                                   od.pixels(), d.grid_y, t.bn / (pool->size * pool->size))
+                     : fmt::format("shape: {} output pixels need {} column tiles of {}, above the grid limit 65535",
+                                   g.N * g.Ho() * g.Wo(), d.grid_y, t.bn));
   if (s.epilogue.quantize()) out.sums.fill_u32_async(0);
   d.block_x = 32 * t.warps_m * t.warps_n;
   d.smem_bytes = static_cast<unsigned>(rules::kernel_shared_bytes(t, s));

@@ -101,9 +101,11 @@ int kernel_shared_bytes(const Tile& t, const KernelSpec& spec) {
 
 std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec) {
   const Epilogue& e = spec.epilogue;
-  if (e.quantize() && t.bm % 32 != 0)
-    return fmt::format("tile.bm must be a multiple of 32 with a quantize epilogue (each packed word holds 32 output "
-                       "channels), got {}",
+  // A block's packed words must fall inside one 128-channel row group of the output layout:
+  // with bm = 256 the last block of O = 70 would own words 4..7 of a 4-word row.
+  if (e.quantize() && (t.bm % 32 != 0 || t.bm > 128))
+    return fmt::format("tile.bm must be 32, 64 or 128 with a quantize epilogue (each packed word holds 32 output "
+                       "channels, a packed row 128), got {}",
                        t.bm);
   if (const EpilogueOp* pool = e.pool(); pool && t.bn < pool->size * pool->size)
     return fmt::format("tile.bn must hold a whole {}x{} pooling window ({} columns) with a pool epilogue, got {}", pool->size,

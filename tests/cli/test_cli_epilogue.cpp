@@ -191,7 +191,7 @@ TEST_CASE("cli epilogue: bad chains exit 2 with one line naming the element") {
       {"twice.json", conv_spec(json::array({kRelu, kRelu})), {"twice.json", "epilogue[1]", "appears twice"}},
       {"relu_size.json", conv_spec(json::array({relu_size})), {"relu_size.json", "'epilogue[0].size'"}},
       {"op.json", conv_spec(json::array({{{"op", "softmax"}}})), {"op.json", "'epilogue[0].op'", "softmax"}},
-      {"q16.json", q16, {"q16.json", "tile.bm", "multiple of 32"}},
+      {"q16.json", q16, {"q16.json", "tile.bm", "32, 64 or 128"}},
   };
   const std::string w = sb.ints("w.npy", {4, 64}, pm1_values(4 * 64));
   const std::string x = sb.ints("x.npy", {3, 64}, u2_values(3 * 64));

@@ -337,12 +337,17 @@ TEST_CASE("epilogue spec: a spec without a chain keeps its canonical JSON (no ep
 }
 
 TEST_CASE("epilogue spec: tile rules of a chain") {
-  // quantize: 32 output channels per packed word, so bm must be a multiple of 32.
+  // quantize: 32 output channels per packed word and 128 per packed row, so bm is 32, 64
+  // or 128 (bm = 256 would own words past a 4-word row when O mod 256 is in 1..128).
   json q16 = apmm(json::array({kScaleBias, kQuant2}));
   q16["tile"] = {{"bm", 16}, {"bn", 64}, {"bk", 512}};
-  expect_rejected(q16, {"tile.bm", "multiple of 32", "quantize", "32 output", "got 16"});
-  q16["tile"]["bm"] = 32;
-  CHECK_NOTHROW(apnn::parse_spec(q16, kOrigin));
+  expect_rejected(q16, {"tile.bm", "32, 64 or 128", "quantize", "32 output", "got 16"});
+  q16["tile"]["bm"] = 256;
+  expect_rejected(q16, {"tile.bm", "32, 64 or 128", "quantize", "got 256"});
+  for (int bm : {32, 64, 128}) {
+    q16["tile"]["bm"] = bm;
+    CHECK_NOTHROW(apnn::parse_spec(q16, kOrigin));
+  }
   // Without quantize, bm = 16 is fine.
   json r16 = apmm(json::array({kScaleBias, kRelu}));
   r16["tile"] = {{"bm", 16}, {"bn", 64}, {"bk", 512}};
@@ -383,7 +388,8 @@ TEST_CASE("epilogue spec: tile rules of a chain") {
   CHECK(contains(why, "limit 232448"));
   CHECK(apnn::rules::check_epilogue_tile(tile(256, 256, 256, 2, 4, 4), relu).empty());
   CHECK(apnn::rules::check_epilogue_tile(tile(256, 128, 256, 2, 4, 4), pool).empty());
-  CHECK(contains(apnn::rules::check_kernel_tile(tile(16, 64, 512, 3, 1, 4), quant), "multiple of 32"));
+  CHECK(contains(apnn::rules::check_kernel_tile(tile(16, 64, 512, 3, 1, 4), quant), "32, 64 or 128"));
+  CHECK(contains(apnn::rules::check_kernel_tile(tile(256, 16, 256, 2, 8, 1), quant), "got 256"));
   CHECK(apnn::rules::check_kernel_tile(tile(32, 64, 512, 3, 2, 2), quant).empty());
 }
 
