@@ -44,7 +44,7 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x);
 // buffers, so a kernel needs the larger of the two.
 int staging_bytes(const Tile& t, const Epilogue& e);
 int kernel_shared_bytes(const Tile& t, const KernelSpec& spec);
-// What the spec's epilogue asks of a tile (bm a multiple of 32 for quantize, a whole pooling
+// What the spec's epilogue asks of a tile (bm 32, 64 or 128 for quantize, a whole pooling
 // window per bn, shared memory); empty when it fits. check_tile covers the mainloop.
 std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec);
 std::string check_kernel_tile(const Tile& t, const KernelSpec& spec);  // both

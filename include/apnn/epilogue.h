@@ -5,7 +5,8 @@
 //                {"op": "quantize", "bits": 2, "enc": "unsigned", "scale": "per_tensor"}]
 //
 // Rules: each op at most once; quantize, when present, is last; pool only in an apconv
-// chain. The other ops may come in any order. Arithmetic, exactly (GPU and CPU reference
+// chain. The other ops may come in any order. Tiles: quantize needs bm in {32, 64, 128}
+// (32 channels a packed word, 128 a packed row), pool needs bn >= size^2. Arithmetic, exactly (GPU and CPU reference
 // perform the same float32 operations in the same order, so results match bit for bit):
 //   value type   int32 (the accumulator) until scale_bias or an avg pool makes it float32
 //   scale_bias   x = fmaf(float(x), scale[o], bias[o])            (o: output channel)
