@@ -38,14 +38,7 @@ KernelSpec make_spec(int wb, Encoding we, int xb, Encoding xe) {
 }
 
 KernelSpec with_tile(KernelSpec s, int bm, int bn, int bk, int stages, int wm, int wn) {
-  Tile t;
-  t.bm = bm;
-  t.bn = bn;
-  t.bk = bk;
-  t.stages = stages;
-  t.warps_m = wm;
-  t.warps_n = wn;
-  s.tile = t;
+  s.tile = Tile{bm, bn, bk, stages, wm, wn};
   return s;
 }
 

@@ -82,16 +82,7 @@ KernelSpec spec_with(const json& chain, bool conv, int wb = 1, Encoding we = Enc
   return s;
 }
 
-Tile tile(int bm, int bn, int bk, int stages, int wm, int wn) {
-  Tile t;
-  t.bm = bm;
-  t.bn = bn;
-  t.bk = bk;
-  t.stages = stages;
-  t.warps_m = wm;
-  t.warps_n = wn;
-  return t;
-}
+Tile tile(int bm, int bn, int bk, int stages, int wm, int wn) { return Tile{bm, bn, bk, stages, wm, wn}; }
 
 std::string params_message(const Epilogue& e, const EpilogueParams& p, int64_t channels) {
   try {
