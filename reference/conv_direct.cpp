@@ -5,19 +5,14 @@
 
 #include "apnn/conv_reference.h"
 #include "apnn/error.h"
+#include "reference/checks.h"
 
 namespace apnn {
-
-namespace reference {
-void check_conv_geometry(const char* who, const ConvGeometry& g, int64_t* Ho, int64_t* Wo);  // conv_geometry.cpp
-}  // namespace reference
 
 std::vector<int32_t> conv_reference_direct(const ConvGeometry& g, const int16_t* W, const int16_t* X) {
   constexpr const char* kWho = "conv_reference_direct";
   int64_t Ho = 0, Wo = 0;
-  reference::check_conv_geometry(kWho, g, &Ho, &Wo);
-  if (W == nullptr || X == nullptr)
-    throw Error(ErrorKind::InvalidInput, std::string(kWho) + ": " + (W == nullptr ? "W" : "X") + " is null");
+  reference::check_conv_args(kWho, g, W, X, &Ho, &Wo);
 
   std::vector<int32_t> Y(static_cast<size_t>(g.N * g.O * Ho * Wo));
   for (int64_t n = 0; n < g.N; ++n) {

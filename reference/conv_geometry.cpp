@@ -1,11 +1,11 @@
-// Geometry checks the two convolution references share, so they accept and reject alike.
-// This is the only code conv_direct.cpp and conv_im2col.cpp have in common. (There is no
-// header: each of them declares the one function it uses, with this exact signature.)
+// Argument checks the two convolution references share (declared in checks.h), so they
+// accept and reject alike. This is the only code conv_direct.cpp and conv_im2col.cpp share.
 #include <cstdint>
 #include <string>
 
 #include "apnn/conv_layout.h"
 #include "apnn/error.h"
+#include "reference/checks.h"
 
 namespace apnn::reference {
 
@@ -48,7 +48,7 @@ int64_t output_size(const char* who, const char* out_name, int64_t in, const cha
 // >= 0, the kernel must fit the padded input, and the element counts of W, X and Y must fit int64.
 // A padding as large as (or larger than) the kernel is accepted: the output pixels whose window
 // lies entirely in the padding are 0.
-void check_conv_geometry(const char* who, const ConvGeometry& g, int64_t* Ho, int64_t* Wo) {
+void check_conv_args(const char* who, const ConvGeometry& g, const void* W, const void* X, int64_t* Ho, int64_t* Wo) {
   at_least(who, "N", g.N, 1, "batch size");
   at_least(who, "C", g.C, 1, "input channels");
   at_least(who, "H", g.H, 1, "input height");
@@ -68,6 +68,8 @@ void check_conv_geometry(const char* who, const ConvGeometry& g, int64_t* Ho, in
                                   checked_mul(who, "N * O * Ho * Wo", checked_mul(who, "N * O * Ho * Wo", g.N, g.O), *Ho), *Wo);
   const int64_t K = checked_mul(who, "C * kh * kw", checked_mul(who, "C * kh * kw", g.C, g.kh), g.kw);
   checked_mul(who, "N * Ho * Wo * C * kh * kw", out / g.O, K);  // the im2col matrix
+  if (W == nullptr || X == nullptr)
+    throw Error(ErrorKind::InvalidInput, std::string(who) + ": " + (W == nullptr ? "W" : "X") + " is null");
 }
 
 }  // namespace apnn::reference

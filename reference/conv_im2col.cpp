@@ -6,20 +6,15 @@
 
 #include "apnn/conv_reference.h"
 #include "apnn/error.h"
+#include "reference/checks.h"
 #include "apnn/reference.h"
 
 namespace apnn {
 
-namespace reference {
-void check_conv_geometry(const char* who, const ConvGeometry& g, int64_t* Ho, int64_t* Wo);  // conv_geometry.cpp
-}  // namespace reference
-
 std::vector<int32_t> conv_reference_im2col(const ConvGeometry& g, const int16_t* W, const int16_t* X) {
   constexpr const char* kWho = "conv_reference_im2col";
   int64_t Ho = 0, Wo = 0;
-  reference::check_conv_geometry(kWho, g, &Ho, &Wo);
-  if (W == nullptr || X == nullptr)
-    throw Error(ErrorKind::InvalidInput, std::string(kWho) + ": " + (W == nullptr ? "W" : "X") + " is null");
+  reference::check_conv_args(kWho, g, W, X, &Ho, &Wo);
 
   const int64_t K = g.kh * g.kw * g.C;  // column k = (i * kw + j) * C + c
   const int64_t P = g.N * Ho * Wo;      // row p = (n * Ho + ho) * Wo + wo
