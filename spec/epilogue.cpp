@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "apnn/error.h"
+#include "spec/json_fields.h"
 
 namespace apnn {
 
@@ -13,9 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(std::string_view origin, const std::string& msg) {
-  throw Error(ErrorKind::InvalidSpec, fmt::format("{}: {}", origin, msg));
-}
+using spec_json::fail;
 
 // The op's fields other than "op": unknown ones are errors naming the element.
 void reject_unknown(const json& op, std::initializer_list<const char*> allowed, const std::string& where,
@@ -33,14 +32,9 @@ void reject_unknown(const json& op, std::initializer_list<const char*> allowed, 
   }
 }
 
+// op[key] as an integer in lo..hi, named "<where>.<key>" in messages.
 int get_int(const json& op, const char* key, const std::string& where, int lo, int hi, std::string_view origin) {
-  const std::string field = fmt::format("{}.{}", where, key);
-  if (!op.contains(key)) fail(origin, fmt::format("missing field '{}' (an integer in {}..{})", field, lo, hi));
-  const json& v = op.at(key);
-  const bool huge = v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(hi);
-  if (!v.is_number_integer() || huge || v.get<long long>() < lo || v.get<long long>() > hi)
-    fail(origin, fmt::format("field '{}' must be an integer in {}..{}, got {}", field, lo, hi, v.dump()));
-  return v.get<int>();
+  return spec_json::get_int(op, key, fmt::format("{}.{}", where, key), lo, hi, origin);
 }
 
 std::string get_choice(const json& op, const char* key, const std::string& where, std::initializer_list<const char*> allowed,

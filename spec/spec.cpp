@@ -6,6 +6,7 @@
 
 #include "apnn/error.h"
 #include "spec/epilogue.h"
+#include "spec/json_fields.h"
 #include "spec/kernel_rules.h"
 
 namespace apnn {
@@ -14,9 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(std::string_view origin, const std::string& msg) {
-  throw Error(ErrorKind::InvalidSpec, fmt::format("{}: {}", origin, msg));
-}
+using spec_json::fail;
+using spec_json::get_int;
 
 void reject_unknown(const json& obj, std::initializer_list<const char*> allowed, std::string_view where,
                     std::string_view origin) {
@@ -25,18 +25,6 @@ void reject_unknown(const json& obj, std::initializer_list<const char*> allowed,
     for (const char* a : allowed) known = known || it.key() == a;
     if (!known) fail(origin, fmt::format("unknown field '{}{}' (allowed: {})", where, it.key(), fmt::join(allowed, ", ")));
   }
-}
-
-int get_int(const json& obj, const char* key, const std::string& field, int lo, int hi, std::string_view origin) {
-  if (!obj.contains(key)) fail(origin, fmt::format("missing field '{}' (an integer in {}..{})", field, lo, hi));
-  const json& v = obj.at(key);
-  if (!v.is_number_integer())
-    fail(origin, fmt::format("field '{}' must be an integer in {}..{}, got {}", field, lo, hi, v.dump()));
-  // A uint64 above INT64_MAX would wrap as long long: quote the value as written.
-  const bool huge = v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(hi);
-  const long long n = huge ? hi + 1LL : v.get<long long>();
-  if (n < lo || n > hi) fail(origin, fmt::format("field '{}' must be an integer in {}..{}, got {}", field, lo, hi, v.dump()));
-  return static_cast<int>(n);
 }
 
 Encoding get_encoding(const json& obj, const char* key, std::string_view origin) {
