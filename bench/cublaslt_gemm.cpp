@@ -7,7 +7,7 @@
 
 #include "apnn/error.h"
 #include "bench/cublaslt_lib.h"
-#include "bench/timing.h"
+#include "runtime/steady_timing.h"
 #include "runtime/device_buffer.h"
 
 namespace apnn::bench {

@@ -1,6 +1,5 @@
-// Our kernels prepared for timing: several packed input sets (each a different slice of
-// random operands, never all zeros) and an output per set, and a check of set 0 against
-// the CPU reference before any timing.
+// Our kernels prepared for timing: rotated input sets (engine/input_sets.h) and a check of
+// set 0 against the CPU reference before any timing.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,6 +9,7 @@
 #include "apnn/engine.h"
 #include "engine/apmm_runner.h"
 #include "engine/conv_runner.h"
+#include "engine/input_sets.h"
 
 namespace apnn::bench {
 
@@ -25,35 +25,29 @@ std::vector<int64_t> rows_to_check(int64_t rows, int64_t work_per_row);
 class OursGemm {
  public:
   // `spec` has its tile (with_tile_for); sets as for the vendor's (rotation_sets).
-  OursGemm(Engine& engine, const KernelSpec& spec, const ApmmShape& s, size_t l2_bytes);
+  OursGemm(Engine& engine, const KernelSpec& spec, const ApmmShape& s);
   CheckResult check();
   void launch(int set);
-  int sets() const { return static_cast<int>(w_.size()); }
+  int sets() const { return in_->sets(); }
 
  private:
   ApmmShape s_;
   std::unique_ptr<ApmmRunner> runner_;
-  std::vector<int16_t> W_, X_;
-  std::vector<PackedOperand> w_, x_;
-  std::vector<LayerBuffers> y_;  // plain int32 outputs (specs without a chain)
+  std::unique_ptr<ApmmInputSets> in_;  // plain int32 outputs (specs without a chain)
   EpilogueDevice none_;
 };
 
 class OursConv {
  public:
-  OursConv(Engine& engine, const KernelSpec& spec, const ConvShape& s, size_t l2_bytes);
+  OursConv(Engine& engine, const KernelSpec& spec, const ConvShape& s);
   CheckResult check();  // images 0 and N-1
   void launch(int set);
-  int sets() const { return static_cast<int>(w_.size()); }
+  int sets() const { return in_->sets(); }
 
  private:
   ConvGeometry g_;
   std::unique_ptr<ConvRunner> runner_;
-  std::vector<int16_t> W_, X_;
-  std::vector<PackedConvWeights> w_;
-  std::vector<PackedConvActivations> x_;
-  std::vector<LayerBuffers> y_;
-  std::vector<DeviceBuffer> colsum_, nvalid_;
+  std::unique_ptr<ConvInputSets> in_;
   EpilogueDevice none_;
 };
 

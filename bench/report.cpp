@@ -46,6 +46,7 @@ nlohmann::json Report::row_json(const Row& r) const {
   j["p"] = r.p;
   j["q"] = r.q;
   j["spec"] = r.spec;
+  j["tile_source"] = r.tile_source;
   j["checked"] = r.checked;
   j["mismatches"] = r.mismatches;
   const double binary = tops(r.ops * r.p * r.q, r.t.us);

@@ -13,15 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/svg_chart.h"
+#include "runtime/steady_timing.h"
 
 namespace apnn::bench {
-
-struct Timing {
-  double us = 0;     // median per-launch time
-  int launches = 0;  // back-to-back launches per repeat
-  int repeats = 0;
-  int sets = 0;      // input buffer sets cycled through
-};
 
 struct Row {
   std::string op;          // "gemm" | "conv"
@@ -36,6 +30,7 @@ struct Row {
   Timing t;
   uint64_t checked = 0, mismatches = 0;  // ours: output elements compared with the CPU reference
   nlohmann::json spec;     // ours: the canonical kernel spec
+  std::string tile_source; // ours: "tuned" (apnn tune's recorded winner) or "untuned"
 };
 
 Row make_row(const std::string& op, const std::string& shape, const nlohmann::json& dims, double ops,

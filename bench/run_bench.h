@@ -5,7 +5,7 @@
 #include <string>
 
 #include "bench/cases.h"
-#include "bench/timing.h"
+#include "runtime/steady_timing.h"
 
 namespace apnn::bench {
 

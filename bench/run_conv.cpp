@@ -49,8 +49,9 @@ void run_conv_section(Section& s, const Plan& plan) {
       KernelSpec spec = base;
       spec.w = p.w;
       spec.x = p.x;
-      spec = with_tile_for(spec, conv_problem(spec, c.shape));
-      run_ours<OursConv>(s, "conv", c.label, dims, ops, p, spec, c.shape);
+      TileSource from;
+      spec = resolve_tile(spec, conv_problem(spec, c.shape), current_target(), &from);
+      run_ours<OursConv>(s, "conv", c.label, dims, ops, p, spec, c.shape, from);
     }
   }
 }

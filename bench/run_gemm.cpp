@@ -36,8 +36,9 @@ void run_gemm_section(Section& s, const Plan& plan) {
       KernelSpec spec;
       spec.w = p.w;
       spec.x = p.x;
-      spec = with_tile_for(spec, apmm_problem(c.shape));
-      run_ours<OursGemm>(s, "gemm", c.label, dims, ops, p, spec, c.shape);
+      TileSource from;
+      spec = resolve_tile(spec, apmm_problem(c.shape), current_target(), &from);
+      run_ours<OursGemm>(s, "gemm", c.label, dims, ops, p, spec, c.shape, from);
     }
   }
 }

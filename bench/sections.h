@@ -8,7 +8,8 @@
 #include "bench/cases.h"
 #include "bench/ours.h"
 #include "bench/report.h"
-#include "bench/timing.h"
+#include "engine/tile_choice.h"
+#include "runtime/steady_timing.h"
 
 namespace apnn::bench {
 
@@ -26,15 +27,17 @@ Timing time_best_candidate(const TimingRule& rule, int candidates, int sets, con
                            const std::function<void(int)>& launch, int* chosen);
 
 // Checks one configuration of ours against the CPU reference, times it under the rule
-// and adds its row (spec: with its tile; Ours: OursGemm or OursConv of bench/ours.h).
+// and adds its row (spec: with its tile, which came `from` the tuning database or not;
+// Ours: OursGemm or OursConv of bench/ours.h).
 template <class Ours, class Shape>
 void run_ours(Section& s, const std::string& op, const std::string& label, const nlohmann::json& dims, double ops,
-              const Precision& p, const KernelSpec& spec, const Shape& shape) {
+              const Precision& p, const KernelSpec& spec, const Shape& shape, TileSource from) {
   Row r = make_row(op, label, dims, ops, "apnn", p.name());
   r.p = p.w.bits;
   r.q = p.x.bits;
   r.spec = nlohmann::json::parse(canonical_json(spec));
-  Ours ours(s.engine, spec, shape, s.l2);
+  r.tile_source = tile_source_name(from);
+  Ours ours(s.engine, spec, shape);
   const CheckResult check = ours.check();
   r.checked = check.checked;
   r.mismatches = check.mismatches;
@@ -43,9 +46,11 @@ void run_ours(Section& s, const std::string& op, const std::string& label, const
     r.note = "MISMATCH " + check.first_mismatch;
   }
   r.t = time_rotated(s.rule, ours.sets(), [&](int set) { ours.launch(set); });
-  std::fprintf(stderr, "%s %-24s %-16s %.2f us, %llu checked, %llu mismatches\n", op.c_str(), label.c_str(),
-               r.prec.c_str(), r.t.us, static_cast<unsigned long long>(r.checked),
-               static_cast<unsigned long long>(r.mismatches));
+  const Tile& t = *spec.tile;
+  std::fprintf(stderr, "%s %-24s %-16s %.2f us, %llu checked, %llu mismatches, tile %dx%dx%d %dx%d s%d (%s)\n", op.c_str(),
+               label.c_str(), r.prec.c_str(), r.t.us, static_cast<unsigned long long>(r.checked),
+               static_cast<unsigned long long>(r.mismatches), t.bm, t.bn, t.bk, t.warps_m, t.warps_n, t.stages,
+               r.tile_source.c_str());
   s.report.rows.push_back(std::move(r));
 }
 

@@ -63,9 +63,14 @@ void add_tune(CLI::App& app, Action* action) {
       }
       std::printf("tuned %s: %zu candidates in %.1f s\n", r.key.c_str(), r.ranked.size(), r.seconds);
       for (size_t i = 0; i < std::min(*top, r.ranked.size()); ++i)
-        std::printf("  %zu. %s  %8.2f us\n", i + 1, tile_text(r.ranked[i].tile).c_str(), r.ranked[i].us);
-      std::printf("  heuristic: %s  %8.2f us (winner is %.2fx faster; recorded)\n", tile_text(r.heuristic_tile).c_str(),
-                  r.heuristic_us, r.heuristic_us / r.ranked.front().us);
+        std::printf("  %zu. %s  %8.2f us%s\n", i + 1, tile_text(r.ranked[i].tile).c_str(), r.ranked[i].us,
+                    r.ranked[i].finalist ? "  (final rounds)" : "");
+      if (r.heuristic_us > 0)
+        std::printf("  untuned:  %s  %8.2f us (the winner, recorded, is %.2fx faster)\n", tile_text(r.heuristic_tile).c_str(),
+                    r.heuristic_us, r.heuristic_us / r.ranked.front().us);
+      else
+        std::printf("  untuned:  %s  failed: %s (the winner is recorded)\n", tile_text(r.heuristic_tile).c_str(),
+                    r.heuristic_error.c_str());
       return 0;
     };
   });

@@ -38,17 +38,31 @@ Problem conv_problem(const KernelSpec& spec, const ConvShape& s) {
           {{"batch", s.N}, {"in_channels", s.C}, {"height", s.H}, {"width", s.W}, {"out_channels", s.O}}};
 }
 
-KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t) {
+const char* tile_source_name(TileSource s) {
+  switch (s) {
+    case TileSource::Spec: return "spec";
+    case TileSource::Tuned: return "tuned";
+    case TileSource::Untuned: return "untuned";
+  }
+  return "?";
+}
+
+KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t, TileSource* source) {
+  TileSource ignored;
+  TileSource& from = source ? *source : ignored;
+  from = TileSource::Spec;
   if (spec.tile) return spec;
   KernelSpec s = spec;
   const TuningDb db(TuningDb::default_path());
   if (auto tuned = db.lookup(make_tune_key(spec, t.arch, t.device, p.shape))) {
     if (rules::check_kernel_tile(tuned->tile, s).empty() && rules::kernel_shared_bytes(tuned->tile, s) <= t.max_smem) {
       s.tile = tuned->tile;
+      from = TileSource::Tuned;
       return s;
     }
   }
   s.tile = untuned_tile(spec, p, t);
+  from = TileSource::Untuned;
   return s;
 }
 

@@ -29,8 +29,12 @@ struct Problem {
 Problem apmm_problem(const ApmmShape& s);
 Problem conv_problem(const KernelSpec& spec, const ConvShape& s);
 
+// Where a resolved tile came from: the spec, the tuning database, or untuned_tile.
+enum class TileSource { Spec, Tuned, Untuned };
+const char* tile_source_name(TileSource s);  // "spec" | "tuned" | "untuned"
+
 // Tuned winner (database at TuningDb::default_path()) or heuristic, for `target`.
-KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t);
+KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t, TileSource* source = nullptr);
 // What a request without a recorded winner gets: on sm_90a the wgmma core's tile where it
 // fills the GPU, else the paper's heuristic (what `apnn tune` compares its winner with).
 Tile untuned_tile(const KernelSpec& spec, const Problem& p, const Target& t);

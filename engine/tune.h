@@ -14,15 +14,17 @@ namespace apnn {
 
 struct TuneCandidate {
   Tile tile;
-  double us = 0;        // median launch time; 0 when it failed
+  double us = 0;        // per-launch time (median of the final rounds for finalists); 0 when it failed
   bool exact = false;   // matched the CPU reference
-  std::string error;    // why it failed, if it did
+  bool finalist = false;  // timed in the final rounds (the sweep's fastest and the untuned tile)
+  std::string error{};  // why it failed, if it did
 };
 
 struct TuneResult {
   std::string key;                      // the tuning database key
-  std::vector<TuneCandidate> ranked;    // fastest exact first, then failures
-  double heuristic_us = 0;              // the untuned choice, timed the same way
+  std::vector<TuneCandidate> ranked;    // finalists by their medians, then the sweep's order, then failures
+  double heuristic_us = 0;              // the untuned choice, a finalist; 0 if it failed
+  std::string heuristic_error;          // why it failed, if it did
   Tile heuristic_tile;
   double seconds = 0;
   nlohmann::json to_json(size_t top) const;

@@ -11,7 +11,7 @@
 #include "bench/peak_probe.h"
 #include "bench/report.h"
 #include "bench/svg_chart.h"
-#include "bench/timing.h"
+#include "runtime/steady_timing.h"
 #include "compiler/nvrtc_compiler.h"
 #include "test_util.h"
 

@@ -1,14 +1,21 @@
-// The one timing rule of `apnn bench`, for ours and the vendor's alike: CUDA events around
-// back-to-back launches after a warm-up, the median of repeats, cycling through several
-// input buffer sets so that the L2 cache holds none of them between two uses of one.
+// The one timing rule of apnn: `apnn bench` (ours and the vendor's alike), `apnn tune` and
+// `apnn verify` all time kernels with it. CUDA events around back-to-back launches after a
+// warm-up, the median of repeats, cycling through several input buffer sets so that the L2
+// cache holds none of them between two uses of one.
 #pragma once
 #include <cstddef>
 #include <functional>
 #include <vector>
 
-#include "bench/report.h"
 
-namespace apnn::bench {
+namespace apnn {
+
+struct Timing {
+  double us = 0;     // median per-launch time
+  int launches = 0;  // back-to-back launches per repeat
+  int repeats = 0;
+  int sets = 0;      // input buffer sets cycled through
+};
 
 struct TimingRule {
   int launches = 50;          // back-to-back launches per repeat (--launches)
@@ -33,7 +40,10 @@ size_t l2_bytes();  // of the current device
 // bring them back (device run 1: isolated rows 3-5x slow). Warm-up and repeats then run
 // twice, and the lower median counts (device run 2 still had a few whole rows 2-4x slow that
 // a re-run did not reproduce); a third time when the second's repeats spread over 20%.
-Timing time_rotated(const TimingRule& rule, int sets, const std::function<void(int)>& launch);
+//
+// give_up_us > 0: when the warm-up's own estimate exceeds it, that estimate is returned at
+// once (repeats = 0): a tuning sweep need not time precisely what cannot win.
+Timing time_rotated(const TimingRule& rule, int sets, const std::function<void(int)>& launch, double give_up_us = 0);
 
 // Whether repeats (per-launch times) spread too much to trust their median.
 bool unsteady(std::vector<double> per_launch);
@@ -44,4 +54,4 @@ bool unsteady(std::vector<double> per_launch);
 int fastest_candidate(const TimingRule& rule, int candidates, int sets, const std::function<void(int)>& use,
                       const std::function<void(int)>& launch);
 
-}  // namespace apnn::bench
+}  // namespace apnn

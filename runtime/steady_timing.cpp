@@ -1,4 +1,4 @@
-#include "bench/timing.h"
+#include "runtime/steady_timing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "runtime/driver_api.h"
 #include "runtime/module.h"
 
-namespace apnn::bench {
+namespace apnn {
 
 Timing plan_timing(const TimingRule& rule, double est_us) {
   Timing t;
@@ -40,7 +40,7 @@ namespace {
 struct Runner {
   int sets;
   const std::function<void(int)>& launch;
-  EventTimer timer;
+  EventTimer timer{};
   int next = 0;
   double operator()(int n) {
     timer.start();
@@ -70,11 +70,13 @@ bool unsteady(std::vector<double> v) {
   return v.back() > 1.2 * v.front();
 }
 
-Timing time_rotated(const TimingRule& rule, int sets, const std::function<void(int)>& launch) {
+Timing time_rotated(const TimingRule& rule, int sets, const std::function<void(int)>& launch, double give_up_us) {
   Runner run{sets, launch};
   Timing best;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    Timing t = plan_timing(rule, warm_up(run, rule.warmup_ms));
+    const double est_us = warm_up(run, rule.warmup_ms);
+    if (attempt == 0 && give_up_us > 0 && est_us > give_up_us) return Timing{est_us, 0, 0, sets};
+    Timing t = plan_timing(rule, est_us);
     std::vector<double> per_launch;
     for (int r = 0; r < t.repeats; ++r) per_launch.push_back(run(t.launches) * 1e3 / t.launches);
     const bool shaky = unsteady(per_launch);
@@ -121,4 +123,4 @@ int fastest_candidate(const TimingRule& rule, int candidates, int sets, const st
   return best;
 }
 
-}  // namespace apnn::bench
+}  // namespace apnn
