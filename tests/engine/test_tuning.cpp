@@ -120,17 +120,23 @@ TEST_CASE("resolve_tile: the recorded winner when legal, else the heuristic; an 
   const Tile tuned{32, 128, 1024, 2, 2, 4};
   REQUIRE(rules::check_tile(tuned, w1a2().w, w1a2().x).empty());
   TuningDb(tmp.path()).record(make_tune_key(w1a2(), target.arch, target.device, p.shape), {tuned, 9.0});
-  CHECK(*resolve_tile(w1a2(), p, target).tile == tuned);
+  TileSource from = TileSource::Spec;
+  CHECK(*resolve_tile(w1a2(), p, target, &from).tile == tuned);
+  CHECK(from == TileSource::Tuned);
+  CHECK(std::string(tile_source_name(from)) == "tuned");
   // Another device does not see it.
   Target other = target;
   other.device = "another GPU";
-  CHECK(*resolve_tile(w1a2(), p, other).tile == heuristic);
+  CHECK(*resolve_tile(w1a2(), p, other, &from).tile == heuristic);
+  CHECK(from == TileSource::Untuned);
   // An illegal recorded tile (hand-edited database) falls back to the heuristic.
   TuningDb(tmp.path()).record(make_tune_key(w1a2(), target.arch, target.device, p.shape), {Tile{48, 64, 512, 3, 2, 2}, 1});
-  CHECK(*resolve_tile(w1a2(), p, target).tile == heuristic);
+  CHECK(*resolve_tile(w1a2(), p, target, &from).tile == heuristic);
+  CHECK(from == TileSource::Untuned);
   KernelSpec explicit_tile = w1a2();
   explicit_tile.tile = Tile{64, 64, 512, 3, 2, 2};
-  CHECK(*resolve_tile(explicit_tile, p, target).tile == *explicit_tile.tile);
+  CHECK(*resolve_tile(explicit_tile, p, target, &from).tile == *explicit_tile.tile);
+  CHECK(from == TileSource::Spec);
 }
 
 TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at least half a wave") {
