@@ -83,7 +83,7 @@ CheckResult OursConv::check() {
 }
 
 void OursConv::launch(int set) {
-  runner_->conv(in_->w[set], in_->x[set], g_, none_, in_->y[set], in_->colsum[set], in_->nvalid[set]);
+  runner_->conv(in_->w[set], in_->x[set], g_, none_, in_->y[set]);
 }
 
 }  // namespace apnn::bench

@@ -47,7 +47,6 @@ nlohmann::json run_case(Section& sec, const KernelSpec& fused_spec, const ConvSh
   const EpilogueDevice ep(fused_spec.epilogue, params, g.O), none;
   const OutputDims od = ConvRunner::dims(fused_spec, g);
   const int64_t P = g.N * g.Ho() * g.Wo(), Pp = od.pixels();
-  DeviceBuffer colsum(static_cast<size_t>(P) * 4), nvalid(static_cast<size_t>(P) * 4);
   LayerBuffers fused_out = EpilogueDevice::allocate(fused_spec.epilogue, od);
   LayerBuffers plain_out = EpilogueDevice::allocate(plain_spec.epilogue, {g.N, g.O, g.Ho(), g.Wo()});
   LayerBuffers unfused_out = EpilogueDevice::allocate(fused_spec.epilogue, od);
@@ -56,7 +55,7 @@ nlohmann::json run_case(Section& sec, const KernelSpec& fused_spec, const ConvSh
   const EpilogueOp* pool = fused_spec.epilogue.pool();
   const bool has_pre = fused_spec.epilogue.has(EpilogueOpKind::ScaleBias) || fused_spec.epilogue.has(EpilogueOpKind::Relu);
   auto run_unfused = [&](int) {
-    plain.conv(pw, px, g, none, plain_out, colsum, nvalid);
+    plain.conv(pw, px, g, none, plain_out);
     EpilogueKernelArgs a = ep.args(unfused_out);
     CUdeviceptr y = plain_out.values.ptr(), st = has_pre ? staged.ptr() : y, pl = pool ? pooled.ptr() : st;
     long long count = P * g.O;
@@ -74,7 +73,7 @@ nlohmann::json run_case(Section& sec, const KernelSpec& fused_spec, const ConvSh
     void* args[] = {&pl, &n, &o, &hwp, &cw, &a};
     unfused.launch(kUnfusedQuantizeKernel, {blocks(Pp * 32, 256), 1, 1, 256, 0}, args);
   };
-  auto run_fused = [&](int) { fused.conv(pw, px, g, ep, fused_out, colsum, nvalid); };
+  auto run_fused = [&](int) { fused.conv(pw, px, g, ep, fused_out); };
   fused_out.values.fill_u32(0xdeadbeefu);  // a word the kernel does not write cannot pass
   run_fused(0);
   run_unfused(0);

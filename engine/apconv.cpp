@@ -19,10 +19,8 @@ LayerResult apconv_layer(Engine& engine, const KernelSpec& spec, const int16_t* 
   x.upload(X, x.bytes());
   const PackedConvWeights pw = runner.pack_w(w, g);
   const PackedConvActivations px = runner.pack_x(x, g);
-  const int64_t pixels = g.N * g.Ho() * g.Wo();
   LayerBuffers out = EpilogueDevice::allocate(spec.epilogue, dims);
-  DeviceBuffer colsum(static_cast<size_t>(pixels) * 4), nvalid(static_cast<size_t>(pixels) * 4);
-  runner.conv(pw, px, g, ep, out, colsum, nvalid);
+  runner.conv(pw, px, g, ep, out);
   synchronize(runner.kernel().module->context());
   return download_layer(spec.epilogue, dims, out, {dims.N, dims.C, dims.H, dims.W});
 }

@@ -109,22 +109,16 @@ OutputDims ConvRunner::dims(const KernelSpec& spec, const ConvGeometry& g) {
 }
 
 void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x, const ConvGeometry& g,
-                      const EpilogueDevice& ep, LayerBuffers& out, DeviceBuffer& colsum, DeviceBuffer& nvalid) {
+                      const EpilogueDevice& ep, LayerBuffers& out) {
   const KernelSpec& s = kernel_->compiled.spec;
   const Tile& t = *s.tile;
   int n = static_cast<int>(g.N), c = static_cast<int>(g.C), h = static_cast<int>(g.H), wd = static_cast<int>(g.W);
   int ho = static_cast<int>(g.Ho()), wo = static_cast<int>(g.Wo()), o = static_cast<int>(g.O);
   int cw = static_cast<int>(conv_channel_words(g.C));
-  CUdeviceptr pixsum = x.pixsum.ptr(), cs = colsum.ptr(), nv = nvalid.ptr();
-  void* cargs[] = {&pixsum, &n, &h, &wd, &ho, &wo, &cs, &nv};
-  LaunchDims cd;
-  cd.grid_x = blocks(g.N * g.Ho() * g.Wo(), kPackThreads);
-  cd.block_x = kPackThreads;
-  kernel_->module->launch(kConvColsumKernel, cd, cargs);
-
   CUdeviceptr wp = w.planes.ptr(), rowsum = w.rowsum.ptr(), possum = w.possum.ptr(), xp = x.planes.ptr();
+  CUdeviceptr pixsum = x.pixsum.ptr();
   EpilogueKernelArgs epi = ep.args(out);
-  void* args[] = {&wp, &rowsum, &possum, &xp, &cs, &nv, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw};
+  void* args[] = {&wp, &rowsum, &possum, &xp, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw};
   LaunchDims d;
   d.grid_x = blocks(g.O, t.bm);
   // A fused pool gives each tile bn / size^2 whole windows (templates/conv_sm80.cuh).

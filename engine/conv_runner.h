@@ -33,10 +33,10 @@ class ConvRunner {
   PackedConvWeights pack_w(const DeviceBuffer& values, const ConvGeometry& g);
   PackedConvActivations pack_x(const DeviceBuffer& values, const ConvGeometry& g);
   DeviceBuffer unpack_x(const PackedConvActivations& x);  // N*C*H*W int16
-  // The output through the spec's chain (EpilogueDevice::allocate(dims(g))); colsum/nvalid:
-  // N*Ho*Wo int32 scratch. Launch only (asynchronous).
+  // The output through the spec's chain (EpilogueDevice::allocate(dims(g))). One kernel
+  // launch (a quantized output's sums are zeroed first); asynchronous.
   void conv(const PackedConvWeights& w, const PackedConvActivations& x, const ConvGeometry& g, const EpilogueDevice& ep,
-            LayerBuffers& out, DeviceBuffer& colsum, DeviceBuffer& nvalid);
+            LayerBuffers& out);
   // (N, O, Ho', Wo'): after the chain's pool; Error(InvalidInput) when the window does not fit.
   static OutputDims dims(const KernelSpec& spec, const ConvGeometry& g);
   const Kernel& kernel() const { return *kernel_; }

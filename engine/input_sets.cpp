@@ -44,7 +44,6 @@ ApmmInputSets::ApmmInputSets(ApmmRunner& packer, const KernelSpec& spec, const A
 
 ConvInputSets::ConvInputSets(ConvRunner& packer, const KernelSpec& spec, const ConvGeometry& g, int sets, uint64_t seed) {
   const size_t wn = static_cast<size_t>(g.O * g.C * g.kh * g.kw), xn = static_cast<size_t>(g.N * g.C * g.H * g.W);
-  const size_t pixels = static_cast<size_t>(g.N * g.Ho() * g.Wo());
   W = random_operand(spec.w, wn + kMaxInputSets * kInputSetShift, seed);
   X = random_operand(spec.x, xn + kMaxInputSets * kInputSetShift, seed + 1);
   DeviceBuffer ws(wn * 2), xs(xn * 2);
@@ -56,8 +55,6 @@ ConvInputSets::ConvInputSets(ConvRunner& packer, const KernelSpec& spec, const C
         w.push_back(packer.pack_w(ws, g));
         x.push_back(packer.pack_x(xs, g));
         y.push_back(EpilogueDevice::allocate(spec.epilogue, ConvRunner::dims(spec, g)));
-        colsum.emplace_back(pixels * 4);
-        nvalid.emplace_back(pixels * 4);
       },
       [&] { return w[0].planes.bytes() + x[0].planes.bytes() + y[0].values.bytes(); });
   synchronize(packer.kernel().module->context());

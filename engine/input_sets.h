@@ -30,7 +30,6 @@ struct ConvInputSets {
   std::vector<PackedConvWeights> w;
   std::vector<PackedConvActivations> x;
   std::vector<LayerBuffers> y;
-  std::vector<DeviceBuffer> colsum, nvalid;  // the conv's per-pixel scratch
 };
 
 constexpr size_t kInputSetShift = 1031;  // elements between the starts of two sets

@@ -239,7 +239,7 @@ TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& 
   const EpilogueDevice ep(spec.epilogue, params, g.O);
   return tune(engine, spec, conv_problem(spec, shape), threads, progress, want, in.y[0], in.sets(),
               [&](const std::shared_ptr<Kernel>& k, int set) {
-                ConvRunner(k).conv(in.w[set], in.x[set], g, ep, in.y[set], in.colsum[set], in.nvalid[set]);
+                ConvRunner(k).conv(in.w[set], in.x[set], g, ep, in.y[set]);
               });
 }
 

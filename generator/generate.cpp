@@ -72,10 +72,10 @@ extern "C" __global__ void __launch_bounds__({pack_threads})
 constexpr const char* kConvEntries = R"(
 extern "C" __global__ void __launch_bounds__(kThreads)
 {conv}(const apnn::u32* __restrict__ wp, const apnn::i32* __restrict__ rowsum, const apnn::i32* __restrict__ possum,
-       const apnn::u32* __restrict__ xp, const apnn::i32* __restrict__ colsum, const apnn::i32* __restrict__ nvalid,
-       apnn::EpilogueArgs epi, int o, int n, int c, int h, int w, int ho, int wo, int cw) {{
+       const apnn::u32* __restrict__ xp, const apnn::i32* __restrict__ pixsum, apnn::EpilogueArgs epi, int o, int n,
+       int c, int h, int w, int ho, int wo, int cw) {{
   extern __shared__ __align__(16) apnn::u32 smem[];
-  apnn::conv_sm80<Traits>(smem, wp, rowsum, possum, xp, colsum, nvalid, epi, o, n, c, h, w, ho, wo, cw);
+  apnn::conv_sm80<Traits>(smem, wp, rowsum, possum, xp, pixsum, epi, o, n, c, h, w, ho, wo, cw);
 }}
 
 extern "C" __global__ void __launch_bounds__({pack_threads})
@@ -93,12 +93,6 @@ extern "C" __global__ void __launch_bounds__({pack_threads})
 extern "C" __global__ void __launch_bounds__({pack_threads})
 {unpack_x}(const apnn::u32* __restrict__ planes, int n, int c, int h, int w, int cw, short* __restrict__ dst) {{
   apnn::unpack_conv_activations<{xb}, {xenc}>(planes, n, c, h, w, cw, dst);
-}}
-
-extern "C" __global__ void __launch_bounds__({pack_threads})
-{colsum}(const apnn::i32* __restrict__ pixsum, int n, int h, int w, int ho, int wo, apnn::i32* __restrict__ colsum,
-         apnn::i32* __restrict__ nvalid) {{
-  apnn::conv_colsum<Traits>(pixsum, n, h, w, ho, wo, colsum, nvalid);
 }}
 )";
 
@@ -131,7 +125,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("pw", c.pw), fmt::arg("group_table", fmt::join(table, ", ")),
       fmt::arg("group_weights", fmt::join(groups.weight, ", ")), fmt::arg("apmm", kApmmKernel),
       fmt::arg("conv", kConvKernel), fmt::arg("pack_w", kPackWKernel), fmt::arg("pack_x", kPackXKernel),
-      fmt::arg("unpack_x", kUnpackXKernel), fmt::arg("colsum", kConvColsumKernel),
+      fmt::arg("unpack_x", kUnpackXKernel),
       fmt::arg("pack_threads", kPackThreads), fmt::arg("epi", epi));
   };
 
@@ -141,7 +135,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   out.source = render(kTraitsSource) + render(conv ? kConvEntries : kApmmEntries);
   for (const auto& tpl : embedded::templates()) out.headers.emplace_back(std::string(tpl.name), std::string(tpl.content));
   if (conv)
-    out.kernels = {kConvKernel, kPackWKernel, kPackXKernel, kUnpackXKernel, kConvColsumKernel};
+    out.kernels = {kConvKernel, kPackWKernel, kPackXKernel, kUnpackXKernel};
   else
     out.kernels = {kApmmKernel, kPackWKernel, kPackXKernel};
   return out;

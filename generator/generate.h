@@ -17,16 +17,15 @@ struct GeneratedSource {
 };
 
 // Bumped whenever the generator or a template changes what it emits for the same spec.
-inline constexpr const char* kGeneratorVersion = "apnn-generator-3";
+inline constexpr const char* kGeneratorVersion = "apnn-generator-4";
 
 // Entry points: APMM modules have the GEMM and both packers; APConv modules the conv,
-// both packers, the activation unpacker and the per-pixel correction sums.
+// both packers and the activation unpacker.
 inline constexpr const char* kApmmKernel = "apnn_apmm";
 inline constexpr const char* kConvKernel = "apnn_conv";
 inline constexpr const char* kPackWKernel = "apnn_pack_w";
 inline constexpr const char* kPackXKernel = "apnn_pack_x";
 inline constexpr const char* kUnpackXKernel = "apnn_unpack_x";
-inline constexpr const char* kConvColsumKernel = "apnn_conv_colsum";
 inline constexpr int kPackThreads = 256;
 
 // `spec` must be canonical (tile filled): throws Error(InvalidSpec) otherwise. `arch` is the

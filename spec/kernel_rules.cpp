@@ -96,7 +96,9 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
 int staging_bytes(const Tile& t, const Epilogue& e) { return e.staged() ? t.bn * (t.bm + 4) * 4 : 0; }
 
 int kernel_shared_bytes(const Tile& t, const KernelSpec& spec) {
-  return std::max(shared_bytes(t, spec.w, spec.x), staging_bytes(t, spec.epilogue));
+  // APConv adds its column table ({colsum, nvalid} per tile column, templates/conv_sm80.cuh).
+  const int table = spec.op == Op::Apconv ? t.bn * 8 : 0;
+  return std::max(shared_bytes(t, spec.w, spec.x), staging_bytes(t, spec.epilogue)) + table;
 }
 
 std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec) {
@@ -111,8 +113,8 @@ std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec) {
     return fmt::format("tile.bn must hold a whole {}x{} pooling window ({} columns) with a pool epilogue, got {}", pool->size,
                        pool->size, pool->size * pool->size, t.bn);
   if (const int smem = kernel_shared_bytes(t, spec); smem > kMaxSharedBytes)
-    return fmt::format("tile needs {} bytes of shared memory to stage the epilogue (bn*(bm+4)*4), limit {}: use a smaller "
-                       "tile",
+    return fmt::format("tile needs {} bytes of shared memory with the epilogue's staging (bn*(bm+4)*4) and conv column "
+                       "table (bn*8), limit {}: use a smaller tile",
                        smem, kMaxSharedBytes);
   return {};
 }

@@ -6,6 +6,10 @@
 // over the valid positions only (input-aware padding: a padded value is 0 for every
 // encoding, also for +-1 activations where 0 has no bit pattern):
 //   Y = sum_g w_g*acc_g + beta_w*colsum[p] + beta_x*SWvalid(o,p) + beta_w*beta_x*C*nvalid[p]
+// colsum (the activations' plane-weighted popcount over the valid window positions) and
+// nvalid (how many positions are valid) are worked out per tile column at the start of the
+// block into a table in shared memory, after the pipeline and staging buffers: a separate
+// kernel for them cost a dependent launch per conv.
 // Traits add kKh kKw kSh kSw kPh kPw.
 #pragma once
 #include "epilogue.cuh"
@@ -28,8 +32,7 @@ struct ConvProblem {
   const u32* __restrict__ xp;
   const i32* __restrict__ rowsum;
   const i32* __restrict__ possum;
-  const i32* __restrict__ colsum;
-  const i32* __restrict__ nvalid;
+  const i32* __restrict__ pixsum;  // per input pixel: the activations' plane-weighted popcount
   EpilogueArgs epi;
   u32* smem;
   int C, H, W, Ho, Wo, CW, P;  // P = N*Ho*Wo conv output pixels
@@ -58,25 +61,73 @@ struct ConvProblem {
     return true;
   }
 
+  // The X-tile gather. A thread's 16-byte chunks always sit in chunk column kCol of tile
+  // rows kRow0 + i*kRowStep, so its pixels repeat every kPix rows: their coordinates are
+  // worked out once per block (plan_columns), and a K step costs one division (the kernel
+  // position of the thread's K word) instead of several per chunk (device run 3 of
+  // session 3: integer index math was 60% of the issued instructions, BMMA 2%).
+  static constexpr int kRowStep = Core::kThreads / Core::kChunksPerRow;
+  static constexpr int kPix = kRowStep >= T::kBN ? 1 : T::kBN / kRowStep;
+  static constexpr bool kPlanned = Core::kThreads % Core::kChunksPerRow == 0 &&
+                                   (kRowStep % T::kBN == 0 || T::kBN % kRowStep == 0) && kPix <= 8;
+  static constexpr int kNoPixel = -0x4000;  // an input row no kernel position reaches
+  int pix_base[kPix];  // (n*q*H + hi0)*W + wi0: plane 0's pixel index of kernel position (0, 0)
+  int pix_hw[kPix];    // hi0 << 16 | (wi0 & 0xffff), the top-left input pixel of the window
+
+  __device__ __forceinline__ void plan_columns(int n0) {
+    if constexpr (kPlanned) {
+      const int r0 = static_cast<int>(threadIdx.x) / Core::kChunksPerRow;
+#pragma unroll
+      for (int j = 0; j < kPix; ++j) {
+        int n = 0, ho = 0, wo = 0;
+        const bool ok = column_pixel(n0 / T::kBN, (j * kRowStep + r0) % T::kBN, n, ho, wo);
+        const int hi0 = ok ? ho * T::kSh - T::kPh : kNoPixel, wi0 = wo * T::kSw - T::kPw;
+        pix_base[j] = (n * T::kXBits * H + hi0) * W + wi0;
+        pix_hw[j] = static_cast<int>(static_cast<u32>(hi0) << 16 | (static_cast<u32>(wi0) & 0xffffu));
+      }
+    }
+  }
+
   __device__ __forceinline__ void load_b(u32* dst, int n0, int kword0) const {
     constexpr int kChunks = Core::kRowsB * Core::kChunksPerRow;
-    const int tile = n0 / T::kBN;
-    for (int c = threadIdx.x; c < kChunks; c += Core::kThreads) {
-      const int row = c / Core::kChunksPerRow;
-      const int col = c % Core::kChunksPerRow;
-      const int t = row / T::kBN;
+    if constexpr (kPlanned) {
+      constexpr int kIters = (kChunks + Core::kThreads - 1) / Core::kThreads;
+      const int col = static_cast<int>(threadIdx.x) % Core::kChunksPerRow;
+      const int r0 = static_cast<int>(threadIdx.x) / Core::kChunksPerRow;
       const int kword = kword0 + col * 4;
-      int n = 0, ho = 0, wo = 0;
-      bool ok = kword < k_words && column_pixel(tile, row % T::kBN, n, ho, wo);
-      const u32* src = xp;
-      if (ok) {
-        const int pos = kword / CW, cw = kword - pos * CW;
-        const int kh = pos / T::kKw, kw = pos - kh * T::kKw;
-        const int hi = ho * T::kSh - T::kPh + kh, wi = wo * T::kSw - T::kPw + kw;
-        ok = hi >= 0 && hi < H && wi >= 0 && wi < W;
-        src = xp + ((static_cast<i64>(n * T::kXBits + t) * H + hi) * W + wi) * CW + cw;
+      const bool k_ok = kword < k_words;
+      const int pos = kword / CW, cw = kword - pos * CW;
+      const int kh = pos / T::kKw, kw = pos - kh * T::kKw;
+      const int koff = kh * W + kw, plane = H * W;
+#pragma unroll
+      for (int i = 0; i < kIters; ++i) {
+        const int row = i * kRowStep + r0;
+        if (kChunks % Core::kThreads != 0 && row >= Core::kRowsB) break;
+        const int j = i % kPix, t = row / T::kBN;
+        const int hi = (pix_hw[j] >> 16) + kh, wi = static_cast<short>(pix_hw[j] & 0xffff) + kw;
+        const bool ok = k_ok && static_cast<u32>(hi) < static_cast<u32>(H) && static_cast<u32>(wi) < static_cast<u32>(W);
+        const u32* src = xp + static_cast<i64>(pix_base[j] + t * plane + koff) * CW + cw;
+        ptx::cp_async_16(dst + Core::swz(row, col * 4), ok ? src : xp, ok ? 16 : 0);
       }
-      ptx::cp_async_16(dst + Core::swz(row, col * 4), ok ? src : xp, ok ? 16 : 0);
+    } else {
+      const int tile = n0 / T::kBN;
+      for (int c = threadIdx.x; c < kChunks; c += Core::kThreads) {
+        const int row = c / Core::kChunksPerRow;
+        const int col = c % Core::kChunksPerRow;
+        const int t = row / T::kBN;
+        const int kword = kword0 + col * 4;
+        int n = 0, ho = 0, wo = 0;
+        bool ok = kword < k_words && column_pixel(tile, row % T::kBN, n, ho, wo);
+        const u32* src = xp;
+        if (ok) {
+          const int pos = kword / CW, cw = kword - pos * CW;
+          const int kh = pos / T::kKw, kw = pos - kh * T::kKw;
+          const int hi = ho * T::kSh - T::kPh + kh, wi = wo * T::kSw - T::kPw + kw;
+          ok = hi >= 0 && hi < H && wi >= 0 && wi < W;
+          src = xp + ((static_cast<i64>(n * T::kXBits + t) * H + hi) * W + wi) * CW + cw;
+        }
+        ptx::cp_async_16(dst + Core::swz(row, col * 4), ok ? src : xp, ok ? 16 : 0);
+      }
     }
   }
 
@@ -85,10 +136,43 @@ struct ConvProblem {
     return column_pixel(blockIdx.y, c, n, ho, wo);
   }
 
+  // The column table: {colsum, nvalid} of each tile column, after the pipeline's buffers
+  // and the staging buffer (rules::kernel_shared_bytes counts kBN * 8 bytes for it).
+  static constexpr int kPipelineBytes = T::kStages * Core::kStageWords * 4;
+  static constexpr int kStagingBytes = E::kStaged ? T::kBN * (T::kBM + 4) * 4 : 0;
+  static constexpr int kTableOffset = kPipelineBytes > kStagingBytes ? kPipelineBytes : kStagingBytes;
+  __device__ __forceinline__ i32x2* column_table() const {
+    return reinterpret_cast<i32x2*>(reinterpret_cast<char*>(smem) + kTableOffset);
+  }
+
+  // Fills the column table; the mainloop's first barrier publishes it to the epilogue.
+  __device__ __forceinline__ void fill_column_table(int tile) const {
+    i32x2* table = column_table();
+    for (int c = threadIdx.x; c < T::kBN; c += Core::kThreads) {
+      int n = 0, ho = 0, wo = 0;
+      i32 sum = 0, count = 0;
+      if (column_pixel(tile, c, n, ho, wo)) {
+#pragma unroll
+        for (int kh = 0; kh < T::kKh; ++kh) {
+          const int hi = ho * T::kSh - T::kPh + kh;
+          if (hi < 0 || hi >= H) continue;
+#pragma unroll
+          for (int kw = 0; kw < T::kKw; ++kw) {
+            const int wi = wo * T::kSw - T::kPw + kw;
+            if (wi < 0 || wi >= W) continue;
+            sum += pixsum[(static_cast<i64>(n) * H + hi) * W + wi];
+            ++count;
+          }
+        }
+      }
+      table[c] = i32x2{sum, count};
+    }
+  }
+
   // Sum of the weights' plane-weighted popcounts over the kernel positions that fall
   // inside the image for pixel p: rowsum away from the border, else the out-of-line loop.
-  __device__ __forceinline__ u32 valid_weight_sum(int o, int p) const {
-    return nvalid[p] == kKHW ? static_cast<u32>(rowsum[o]) : border_weight_sum(o, p);
+  __device__ __forceinline__ u32 valid_weight_sum(int o, int p, int nvalid) const {
+    return nvalid == kKHW ? static_cast<u32>(rowsum[o]) : border_weight_sum(o, p);
   }
   __device__ __noinline__ u32 border_weight_sum(int o, int p) const {
     const int HoWo = Ho * Wo;
@@ -105,14 +189,18 @@ struct ConvProblem {
     return sum;
   }
 
-  // The corrected int32 conv output of channel o at conv pixel p (wrapping u32 arithmetic).
+  // The corrected int32 conv output of channel o at conv pixel p, tile column c (wrapping
+  // u32 arithmetic).
   template <class Acc>
-  __device__ __forceinline__ u32 corrected(const Acc& acc, int mi, int ni, int e, int o, int p) const {
+  __device__ __forceinline__ u32 corrected(const Acc& acc, int mi, int ni, int e, int o, int p, int c) const {
     u32 v = Core::combine(acc, mi, ni, e);
-    if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(colsum[p]);
-    if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * valid_weight_sum(o, p);
-    if (T::kOffsetW != 0 && T::kOffsetX != 0)
-      v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(C) * static_cast<u32>(nvalid[p]);
+    if constexpr (T::kOffsetW != 0 || T::kOffsetX != 0) {
+      const i32x2 col = column_table()[c];  // {colsum, nvalid}
+      if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(col.x);
+      if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * valid_weight_sum(o, p, col.y);
+      if (T::kOffsetW != 0 && T::kOffsetX != 0)
+        v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(C) * static_cast<u32>(col.y);
+    }
     return v;
   }
 
@@ -121,7 +209,7 @@ struct ConvProblem {
   __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
     int n = 0, ho = 0, wo = 0;
     column_pixel(blockIdx.y, c, n, ho, wo);
-    return corrected(acc, mi, ni, e, o, (n * Ho + ho) * Wo + wo);
+    return corrected(acc, mi, ni, e, o, (n * Ho + ho) * Wo + wo, c);
   }
 
   __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][Core::kMI][Core::kNI][4], int m_base, int n_base,
@@ -131,7 +219,7 @@ struct ConvProblem {
     } else {
       using Final = typename E::Final;
       Final* y = static_cast<Final*>(epi.out);
-      const int O = a_rows, HoWo = Ho * Wo;
+      const int O = a_rows, HoWo = Ho * Wo, n0 = blockIdx.y * T::kBN;
 #pragma unroll
       for (int mi = 0; mi < Core::kMI; ++mi)
 #pragma unroll
@@ -139,15 +227,26 @@ struct ConvProblem {
           const int o = m_base + mi * 16 + g + half * 8;
           if (o >= O) continue;
 #pragma unroll
-          for (int ni = 0; ni < Core::kNI; ++ni)
+          for (int ni = 0; ni < Core::kNI; ++ni) {
+            // p is even: with an even Ho*Wo, p and p+1 are adjacent words of one image, and a
+            // quad of threads writes whole 32-byte sectors (session 3, device run 5).
+            const int p = n_base + ni * 8 + 2 * tig;
+            if (p >= P) continue;
+            typename E::Final v[2] = {0, 0};
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int p = n_base + ni * 8 + 2 * tig + e;
-              if (p >= P) continue;
-              const i32 v = static_cast<i32>(corrected(acc, mi, ni, half * 2 + e, o, p));
-              const int n = p / HoWo;
-              y[(static_cast<i64>(n) * O + o) * HoWo + (p - n * HoWo)] = E::post(E::pre(v, o, epi), o, epi);
+            for (int e = 0; e < 2; ++e)
+              if (p + e < P)
+                v[e] = E::post(E::pre(static_cast<i32>(corrected(acc, mi, ni, half * 2 + e, o, p + e, p + e - n0)), o, epi),
+                               o, epi);
+            const int n = p / HoWo;
+            if ((HoWo & 1) == 0 || p + 1 >= P || (p + 1) / HoWo == n) {
+              store_pair(y + (static_cast<i64>(n) * O + o) * HoWo + (p - n * HoWo), v[0], v[1],
+                         (HoWo & 1) == 0 && p + 1 < P, p + 1 < P);
+            } else {  // p + 1 starts the next image
+              y[(static_cast<i64>(n) * O + o) * HoWo + (p - n * HoWo)] = v[0];
+              y[(static_cast<i64>(n + 1) * O + o) * HoWo] = v[1];
             }
+          }
         }
     }
   }
@@ -155,40 +254,17 @@ struct ConvProblem {
 
 template <class T>
 __device__ __forceinline__ void conv_sm80(u32* smem, const u32* wp, const i32* rowsum, const i32* possum, const u32* xp,
-                                          const i32* colsum, const i32* nvalid, const EpilogueArgs& epi, int O, int N,
-                                          int C, int H, int W, int Ho, int Wo, int CW) {
+                                          const i32* pixsum, const EpilogueArgs& epi, int O, int N, int C, int H, int W,
+                                          int Ho, int Wo, int CW) {
   using E = typename T::Epi;
   const int ld = ConvProblem<T>::kKHW * CW;
   const int Hp = E::kPool ? (Ho - E::kPoolSize) / E::kPoolStride + 1 : Ho;
   const int Wp = E::kPool ? (Wo - E::kPoolSize) / E::kPoolStride + 1 : Wo;
-  const ConvProblem<T> prob{wp,  static_cast<i64>(O) * ld, O,  ld, ld, xp, rowsum, possum, colsum, nvalid, epi, smem,
-                            C,   H, W, Ho, Wo, CW, N * Ho * Wo, Hp, Wp, N * Hp * Wp, Hp * Wp, (O + 127) / 128 * 4};
+  ConvProblem<T> prob{wp,  static_cast<i64>(O) * ld, O,  ld, ld, xp, rowsum, possum, pixsum, epi, smem,
+                      C,   H, W, Ho, Wo, CW, N * Ho * Wo, Hp, Wp, N * Hp * Wp, Hp * Wp, (O + 127) / 128 * 4};
+  prob.fill_column_table(blockIdx.y);
+  prob.plan_columns(static_cast<int>(blockIdx.y) * T::kBN);
   GemmSm80<T>::run(smem, prob);
-}
-
-// Per output pixel: the activations' plane-weighted popcount over the valid kernel
-// positions (colsum) and how many positions are valid (nvalid), for the corrections.
-template <class T>
-__device__ __forceinline__ void conv_colsum(const i32* __restrict__ pixsum, int N, int H, int W, int Ho, int Wo,
-                                            i32* __restrict__ colsum, i32* __restrict__ nvalid) {
-  const i64 p = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const i64 HoWo = static_cast<i64>(Ho) * Wo;
-  if (p >= N * HoWo) return;
-  const i64 n = p / HoWo;
-  const int r = static_cast<int>(p % HoWo), ho = r / Wo, wo = r % Wo;
-  i32 sum = 0, count = 0;
-  for (int kh = 0; kh < T::kKh; ++kh) {
-    const int hi = ho * T::kSh - T::kPh + kh;
-    if (hi < 0 || hi >= H) continue;
-    for (int kw = 0; kw < T::kKw; ++kw) {
-      const int wi = wo * T::kSw - T::kPw + kw;
-      if (wi < 0 || wi >= W) continue;
-      sum += pixsum[(n * H + hi) * W + wi];
-      ++count;
-    }
-  }
-  colsum[p] = sum;
-  nvalid[p] = count;
 }
 
 }  // namespace apnn

@@ -158,8 +158,7 @@ TEST_CASE("a quantized layer's packed output is the next layer's input, without 
   const PackedConvWeights pw1 = r1.pack_w(DeviceBuffer::from(W1), g1);
   const PackedConvActivations px1 = r1.pack_x(DeviceBuffer::from(X1), g1);
   LayerBuffers out1 = EpilogueDevice::allocate(s1.epilogue, ConvRunner::dims(s1, g1));
-  DeviceBuffer colsum1(static_cast<size_t>(g1.N * g1.Ho() * g1.Wo()) * 4), nvalid1(colsum1.bytes());
-  r1.conv(pw1, px1, g1, ep1, out1, colsum1, nvalid1);
+  r1.conv(pw1, px1, g1, ep1, out1);
 
   PackedConvActivations px2;
   px2.planes = std::move(out1.values);
@@ -167,8 +166,7 @@ TEST_CASE("a quantized layer's packed output is the next layer's input, without 
   px2.N = g2.N, px2.C = g2.C, px2.H = g2.H, px2.W = g2.W;
   const PackedConvWeights pw2 = r2.pack_w(DeviceBuffer::from(W2), g2);
   LayerBuffers out2 = EpilogueDevice::allocate(s2.epilogue, ConvRunner::dims(s2, g2));
-  DeviceBuffer colsum2(static_cast<size_t>(g2.N * g2.Ho() * g2.Wo()) * 4), nvalid2(colsum2.bytes());
-  r2.conv(pw2, px2, g2, none, out2, colsum2, nvalid2);
+  r2.conv(pw2, px2, g2, none, out2);
   const std::vector<int32_t> got = out2.values.to_vector<int32_t>(want.size());
   size_t bad = 0;
   for (size_t i = 0; i < want.size(); ++i) bad += got[i] != want[i];

@@ -298,8 +298,7 @@ TEST_CASE("generator: apconv sources define the conv entry points and carry the 
       R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":3,"x_enc":"unsigned","kernel":[5,3],"stride":[2,1],"pad":[2,1]})"));
   const GeneratedSource g = apnn::generate(s);
   INFO(g.name);
-  const std::vector<std::string> want = {apnn::kConvKernel, apnn::kPackWKernel, apnn::kPackXKernel, apnn::kUnpackXKernel,
-                                         apnn::kConvColsumKernel};
+  const std::vector<std::string> want = {apnn::kConvKernel, apnn::kPackWKernel, apnn::kPackXKernel, apnn::kUnpackXKernel};
   CHECK(g.kernels == want);
   for (const auto& k : g.kernels) {
     INFO(k);
