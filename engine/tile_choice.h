@@ -36,7 +36,8 @@ const char* tile_source_name(TileSource s);  // "spec" | "tuned" | "untuned"
 // Tuned winner (database at TuningDb::default_path()) or heuristic, for `target`.
 KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t, TileSource* source = nullptr);
 // What a request without a recorded winner gets: on sm_90a the wgmma core's tile where it
-// fills the GPU, else the paper's heuristic (what `apnn tune` compares its winner with).
+// fills the GPU and K >= 1024 bits, else the paper's heuristic (what `apnn tune` compares
+// its winner with).
 Tile untuned_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 // The same for the current GPU.
 KernelSpec with_tile_for(const KernelSpec& spec, const Problem& p);

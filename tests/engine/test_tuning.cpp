@@ -151,6 +151,11 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   const Problem small = apmm_problem({64, 1024, 1024});
   CHECK(*resolve_tile(w1a2(), small, target).tile ==
         rules::heuristic_tile(w1a2().w, w1a2().x, 64, 1024, 1024, target.sm_count, target.max_smem));
+  // Enough blocks but K below one 1024-bit stage: the heuristic's tile (not wgmma's bk 1024).
+  const Problem short_k = apmm_problem({8192, 256, 256});
+  CHECK(*resolve_tile(w1a2(), short_k, target).tile ==
+        rules::heuristic_tile(w1a2().w, w1a2().x, 8192, 256, 256, target.sm_count, target.max_smem));
+  CHECK(resolve_tile(w1a2(), short_k, target).tile->bk == 256);
   // Other targets never get it.
   CHECK(*resolve_tile(w1a2(), big, nominal_target("sm_90")).tile ==
         rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 132, 227 * 1024));
