@@ -13,8 +13,8 @@ namespace apnn::bench {
 // The probe kernels' CUDA source (extern "C" wgmma_b1_peak, mma_b1_peak); exposed for tests.
 std::string peak_probe_source(bool with_wgmma);
 
-// Binary AND-popcount operations per second (1e12) of each probe on the current GPU; the
-// wgmma figure is 0 on devices without sm_90a.
+// Binary AND-popcount operations per second (1e12) of each probe on the current GPU (the
+// wgmma figure is 0 on devices without sm_90a), and the device memory's write bandwidth.
 Peaks measure_peaks();
 
 }  // namespace apnn::bench

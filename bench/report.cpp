@@ -10,6 +10,15 @@ namespace apnn::bench {
 double tops(double ops, double us) { return us > 0 ? ops / (us * 1e-6) / 1e12 : 0; }
 double speedup(double vendor_us, double ours_us) { return ours_us > 0 ? vendor_us / ours_us : 0; }
 double efficiency(double binary_tops, double peak_tops) { return peak_tops > 0 ? binary_tops / peak_tops : 0; }
+
+double int32_output_bytes(const nlohmann::json& dims) {
+  if (!dims.is_object()) return 0;
+  if (dims.contains("m")) return 4.0 * dims.value("m", 0.0) * dims.value("n", 0.0);
+  return 4.0 * dims.value("batch", 0.0) * dims.value("out_channels", 0.0) * dims.value("out_height", 0.0) *
+         dims.value("out_width", 0.0);
+}
+
+double write_floor_us(double bytes, double write_gbs) { return write_gbs > 0 ? bytes / (write_gbs * 1e3) : 0; }
 double gemm_ops(int64_t M, int64_t N, int64_t K) { return 2.0 * M * N * K; }
 double conv_ops(int64_t N, int64_t O, int64_t Ho, int64_t Wo, int64_t C, int kh, int kw) {
   return 2.0 * N * O * Ho * Wo * C * kh * kw;
@@ -53,6 +62,8 @@ nlohmann::json Report::row_json(const Row& r) const {
   j["binary_tops"] = binary;
   j["binary_eff_wgmma"] = efficiency(binary, peaks.wgmma_b1_tops);
   j["binary_eff_mma_sync"] = efficiency(binary, peaks.mma_sync_b1_tops);
+  j["int32_out_bytes"] = int32_output_bytes(r.dims);
+  j["int32_out_floor_us"] = write_floor_us(int32_output_bytes(r.dims), peaks.dram_write_gbs);
   if (const Row* v = best_vendor(r.op, r.shape)) {
     j["best_vendor"] = v->impl;
     j["best_vendor_us"] = v->t.us;
@@ -67,7 +78,10 @@ nlohmann::json Report::to_json() const {
   return {{"format", "apnn-bench-1"},
           {"device", device},
           {"arch", arch},
-          {"peaks", {{"wgmma_b1_and_tops", peaks.wgmma_b1_tops}, {"mma_sync_b1_and_tops", peaks.mma_sync_b1_tops}}},
+          {"peaks",
+           {{"wgmma_b1_and_tops", peaks.wgmma_b1_tops},
+            {"mma_sync_b1_and_tops", peaks.mma_sync_b1_tops},
+            {"dram_write_gbs", peaks.dram_write_gbs}}},
           {"settings", settings},
           {"rows", rows_j},
           {"fusion", fusion}};

@@ -39,7 +39,14 @@ Row make_row(const std::string& op, const std::string& shape, const nlohmann::js
 struct Peaks {
   double wgmma_b1_tops = 0;     // 0: not measured (no sm_90a)
   double mma_sync_b1_tops = 0;
+  double dram_write_gbs = 0;    // device memory write bandwidth (cuMemsetD32 over 2 GiB); 0: not measured
 };
+
+// Bytes of the int32 output of a row's shape (M*N, or N*O*Ho*Wo for a convolution), and the
+// time writing them takes at the measured write bandwidth: a floor for every kernel that
+// writes int32, whatever its arithmetic (0 when the bandwidth was not measured).
+double int32_output_bytes(const nlohmann::json& dims);
+double write_floor_us(double bytes, double write_gbs);
 
 double tops(double ops, double us);                      // 1e12 operations per second
 double speedup(double vendor_us, double ours_us);        // > 1: ours is faster

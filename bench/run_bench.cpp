@@ -116,8 +116,9 @@ int run_bench(const BenchOptions& o) {
   if (o.conv && !conv) std::fprintf(stderr, "bench: the convolution section was not built (no cudnn.h): GEMM only\n");
 
   report.peaks = measure_peaks();
-  std::fprintf(stderr, "bench: %s (%s): binary AND peak %.0f TOPS wgmma, %.0f TOPS mma.sync\n", dev.name.c_str(),
-               report.arch.c_str(), report.peaks.wgmma_b1_tops, report.peaks.mma_sync_b1_tops);
+  std::fprintf(stderr, "bench: %s (%s): binary AND peak %.0f TOPS wgmma, %.0f TOPS mma.sync; memory writes %.0f GB/s\n",
+               dev.name.c_str(), report.arch.c_str(), report.peaks.wgmma_b1_tops, report.peaks.mma_sync_b1_tops,
+               report.peaks.dram_write_gbs);
   Engine engine;
   prewarm(engine, plan, report.arch);
   Section section{engine, report, o.rule, l2_bytes()};
@@ -128,8 +129,9 @@ int run_bench(const BenchOptions& o) {
   if (o.fusion) run_fusion_section(section, o.selection.quick);
   report.settings["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  std::printf("apnn bench on %s (%s); binary AND peaks: wgmma %.0f TOPS, mma.sync %.0f TOPS\n", report.device.c_str(),
-              report.arch.c_str(), report.peaks.wgmma_b1_tops, report.peaks.mma_sync_b1_tops);
+  std::printf("apnn bench on %s (%s); binary AND peaks: wgmma %.0f TOPS, mma.sync %.0f TOPS; memory writes %.0f GB/s\n",
+              report.device.c_str(), report.arch.c_str(), report.peaks.wgmma_b1_tops, report.peaks.mma_sync_b1_tops,
+              report.peaks.dram_write_gbs);
   std::printf("times: median per launch (us); speedup: best vendor time / ours; bin TOPS: ops*p*q/time; exact: "
               "checked against the CPU reference\n\n");
   report.print_table(stdout);

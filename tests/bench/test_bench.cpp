@@ -121,6 +121,13 @@ TEST_CASE("bench: TOPS, speedup and efficiency arithmetic") {
   CHECK(speedup(30, 0) == 0);
   CHECK(efficiency(7.8, 15.6) == doctest::Approx(0.5));
   CHECK(efficiency(7.8, 0) == 0);
+  // The int32 output floor: 8192x8192 int32 is 256 MiB; at 2500 GB/s that is 107 us.
+  CHECK(int32_output_bytes({{"m", 8192}, {"n", 8192}, {"k", 64}}) == doctest::Approx(4.0 * 8192 * 8192));
+  const nlohmann::json conv = {{"batch", 128}, {"out_channels", 64}, {"out_height", 56}, {"out_width", 56}};
+  CHECK(int32_output_bytes(conv) == doctest::Approx(4.0 * 128 * 64 * 56 * 56));
+  CHECK(int32_output_bytes(nlohmann::json::object()) == 0);
+  CHECK(write_floor_us(4.0 * 8192 * 8192, 2500) == doctest::Approx(4.0 * 8192 * 8192 / 2.5e9 * 1e6));
+  CHECK(write_floor_us(1e6, 0) == 0);
 }
 
 TEST_CASE("bench: JSON rows carry TOPS, the best vendor, speedup and binary efficiency") {
