@@ -94,7 +94,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} tiles of {}x{}, above 2^31-1", M, N, tiles,
                                                        t.bm, t.bn));
     d.block_x = 32 * t.warps_m * t.warps_n;
-    d.smem_bytes = static_cast<unsigned>(rules::wgmma_shared_bytes(t, s.w, s.x));
+    d.smem_bytes = static_cast<unsigned>(rules::launch_shared_bytes(s, kernel_->compiled.arch));
     d.grid_x = wgmma_grid(*kernel_->module, t, d.smem_bytes, tiles);
     return d;
   }
@@ -104,7 +104,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: N={} needs {} column tiles of {}, above the grid limit 65535", N,
                                                      d.grid_y, t.bn));
   d.block_x = 32 * t.warps_m * t.warps_n;
-  d.smem_bytes = static_cast<unsigned>(rules::kernel_shared_bytes(t, s));
+  d.smem_bytes = static_cast<unsigned>(rules::launch_shared_bytes(s, kernel_->compiled.arch));
   return d;
 }
 

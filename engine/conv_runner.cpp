@@ -120,6 +120,17 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   EpilogueKernelArgs epi = ep.args(out);
   void* args[] = {&wp, &rowsum, &possum, &xp, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw};
   LaunchDims d;
+  d.block_x = 32 * t.warps_m * t.warps_n;
+  d.smem_bytes = static_cast<unsigned>(rules::launch_shared_bytes(s, kernel_->compiled.arch));
+  if (rules::use_wgmma(s, kernel_->compiled.arch)) {
+    // One block per output tile (templates/conv_sm90a.cuh), M tiles fastest.
+    const int64_t tiles = int64_t{blocks(g.O, t.bm)} * blocks(g.N * g.Ho() * g.Wo(), t.bn);
+    if (tiles > (int64_t{1} << 31) - 1)
+      throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} output tiles of {}x{}, above 2^31-1", tiles, t.bm, t.bn));
+    d.grid_x = static_cast<unsigned>(tiles);
+    kernel_->module->launch(kConvKernel, d, args);
+    return;
+  }
   d.grid_x = blocks(g.O, t.bm);
   // A fused pool gives each tile bn / size^2 whole windows (templates/conv_sm80.cuh).
   const OutputDims od = dims(s, g);
@@ -133,8 +144,6 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
                      : fmt::format("shape: {} output pixels need {} column tiles of {}, above the grid limit 65535",
                                    g.N * g.Ho() * g.Wo(), d.grid_y, t.bn));
   if (s.epilogue.quantize()) out.sums.fill_u32_async(0);
-  d.block_x = 32 * t.warps_m * t.warps_n;
-  d.smem_bytes = static_cast<unsigned>(rules::kernel_shared_bytes(t, s));
   kernel_->module->launch(kConvKernel, d, args);
 }
 

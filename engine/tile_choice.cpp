@@ -125,7 +125,7 @@ KernelSpec with_tile_for(const KernelSpec& spec, const Problem& p) {
 void check_tile_fits_device(const KernelSpec& spec) {
   const DeviceInfo& dev = current_device();
   const Tile& t = *spec.tile;
-  const int smem = rules::kernel_shared_bytes(t, spec);
+  const int smem = rules::launch_shared_bytes(spec, dev.arch());
   if (smem > dev.max_smem_optin)
     throw Error(ErrorKind::InvalidInput,
                 fmt::format("tile bm={} bn={} bk={} stages={} needs {} bytes of shared memory for w{}a{}; {} allows {} per "

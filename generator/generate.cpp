@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
        const apnn::u32* __restrict__ xp, const apnn::i32* __restrict__ pixsum, apnn::EpilogueArgs epi, int o, int n,
        int c, int h, int w, int ho, int wo, int cw) {{
   extern __shared__ __align__(16) apnn::u32 smem[];
-  apnn::conv_sm80<Traits>(smem, wp, rowsum, possum, xp, pixsum, epi, o, n, c, h, w, ho, wo, cw);
+  apnn::{conv_core}<Traits>(smem, wp, rowsum, possum, xp, pixsum, epi, o, n, c, h, w, ho, wo, cw);
 }}
 
 extern "C" __global__ void __launch_bounds__({pack_threads})
@@ -104,7 +104,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   if (std::string why = rules::check_kernel_tile(t, spec); !why.empty()) throw Error(ErrorKind::InvalidSpec, why);
   const rules::PlaneGroups groups = rules::plane_groups(spec.w, spec.x);
   const bool conv = spec.op == Op::Apconv;
-  const bool wgmma = rules::use_wgmma(spec, arch);  // sm_90a: templates/apmm_sm90a.cuh
+  const bool wgmma = rules::use_wgmma(spec, arch);  // sm_90a: templates/apmm_sm90a.cuh, conv_sm90a.cuh
   const ConvParams c = conv ? spec.conv : ConvParams{1, 1, 1, 1, 0, 0};
 
   std::vector<int> table;
@@ -117,8 +117,9 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("version", kGeneratorVersion), fmt::arg("op", op_name(spec.op)), fmt::arg("wb", spec.w.bits),
       fmt::arg("xb", spec.x.bits), fmt::arg("we", encoding_name(spec.w.enc)), fmt::arg("xe", encoding_name(spec.x.enc)),
       fmt::arg("wenc", encoding_code(spec.w.enc)), fmt::arg("xenc", encoding_code(spec.x.enc)),
-      fmt::arg("core", conv ? "conv_sm80.cuh" : (wgmma ? "apmm_sm90a.cuh" : "apmm_sm80.cuh")),
-      fmt::arg("apmm_core", wgmma ? "apmm_sm90a" : "apmm_sm80"), fmt::arg("bm", t.bm), fmt::arg("bn", t.bn),
+      fmt::arg("core", conv ? (wgmma ? "conv_sm90a.cuh" : "conv_sm80.cuh") : (wgmma ? "apmm_sm90a.cuh" : "apmm_sm80.cuh")),
+      fmt::arg("apmm_core", wgmma ? "apmm_sm90a" : "apmm_sm80"), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),
+      fmt::arg("bm", t.bm), fmt::arg("bn", t.bn),
       fmt::arg("bk", t.bk), fmt::arg("wm", t.warps_m), fmt::arg("wn", t.warps_n), fmt::arg("stages", t.stages),
       fmt::arg("groups", groups.weight.size()), fmt::arg("offw", spec.w.offset()), fmt::arg("offx", spec.x.offset()),
       fmt::arg("kh", c.kh), fmt::arg("kw", c.kw), fmt::arg("sh", c.sh), fmt::arg("sw", c.sw), fmt::arg("ph", c.ph),

@@ -29,7 +29,7 @@ inline constexpr const char* kUnpackXKernel = "apnn_unpack_x";
 inline constexpr int kPackThreads = 256;
 
 // `spec` must be canonical (tile filled): throws Error(InvalidSpec) otherwise. `arch` is the
-// target: on sm_90a an APMM tile that suits it gets the wgmma core (rules::use_wgmma),
+// target: on sm_90a an APMM or APConv tile that suits it gets the wgmma core (rules::use_wgmma),
 // everywhere else the mma.sync core; empty means no arch-specific core.
 GeneratedSource generate(const KernelSpec& spec, const std::string& arch = "");
 

@@ -95,10 +95,11 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
 
 int staging_bytes(const Tile& t, const Epilogue& e) { return e.staged() ? t.bn * (t.bm + 4) * 4 : 0; }
 
+// APConv's column table: {colsum, nvalid} per tile column (templates/conv_sm80.cuh).
+static int conv_table_bytes(const Tile& t, const KernelSpec& spec) { return spec.op == Op::Apconv ? t.bn * 8 : 0; }
+
 int kernel_shared_bytes(const Tile& t, const KernelSpec& spec) {
-  // APConv adds its column table ({colsum, nvalid} per tile column, templates/conv_sm80.cuh).
-  const int table = spec.op == Op::Apconv ? t.bn * 8 : 0;
-  return std::max(shared_bytes(t, spec.w, spec.x), staging_bytes(t, spec.epilogue)) + table;
+  return std::max(shared_bytes(t, spec.w, spec.x), staging_bytes(t, spec.epilogue)) + conv_table_bytes(t, spec);
 }
 
 std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec) {
@@ -176,10 +177,18 @@ int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandForma
 }
 
 bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
-  if (arch != "sm_90a" || spec.op != Op::Apmm || !spec.tile || !spec.epilogue.empty()) return false;
+  if (arch != "sm_90a" || !spec.tile || !spec.epilogue.empty()) return false;
   const char* off = std::getenv("APNN_DISABLE_WGMMA");
   if (off && *off && std::strcmp(off, "0") != 0) return false;
-  return wgmma_tile_error(*spec.tile, spec.w, spec.x).empty();
+  const Tile& t = *spec.tile;
+  return wgmma_tile_error(t, spec.w, spec.x).empty() &&
+         wgmma_shared_bytes(t, spec.w, spec.x) + conv_table_bytes(t, spec) <= kMaxSharedBytes;
+}
+
+int launch_shared_bytes(const KernelSpec& spec, const std::string& arch) {
+  const Tile& t = *spec.tile;
+  return use_wgmma(spec, arch) ? wgmma_shared_bytes(t, spec.w, spec.x) + conv_table_bytes(t, spec)
+                               : kernel_shared_bytes(t, spec);
 }
 
 bool wgmma_tile(Tile* out, const OperandFormat& w, const OperandFormat& x) {

@@ -50,7 +50,7 @@ std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec);
 std::string check_kernel_tile(const Tile& t, const KernelSpec& spec);  // both
 Tile default_tile(const KernelSpec& spec);
 
-// --- The sm_90a wgmma core of APMM (templates/gemm_sm90a.cuh) ---
+// --- The sm_90a wgmma core of APMM and APConv (templates/gemm_sm90a.cuh) ---
 // A legal tile (check_tile) suits it when its warps form warpgroups of 4 warps of 16 rows
 // stacked along M (warps_m a multiple of 4, bm == 16*warps_m) and the columns per
 // warpgroup, bn/warps_n, are a wgmma N (8..256); the core aligns its shared memory to
@@ -58,10 +58,13 @@ Tile default_tile(const KernelSpec& spec);
 inline constexpr int kWgmmaSmemSlack = 1024;
 std::string wgmma_tile_error(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
-// Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM
-// with the plain int32 output (no fused epilogue yet), a tile that suits it, and the variable APNN_DISABLE_WGMMA unset or "0"
+// Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM or
+// APConv with the plain int32 output (no fused epilogue yet), a tile that suits it (with an
+// APConv's column table in shared memory), and the variable APNN_DISABLE_WGMMA unset or "0"
 // (the mma.sync core then runs the same tile, for comparisons).
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
+// Dynamic shared memory a canonical spec's main kernel is launched with on `arch`.
+int launch_shared_bytes(const KernelSpec& spec, const std::string& arch);
 // A wgmma tile for a precision: 2 warpgroups along M (bm 128, 256 threads), the widest
 // per-warpgroup N the accumulator budget allows, the deepest K step and pipeline that fit.
 // Returns false if none fits.

@@ -17,9 +17,12 @@
 
 namespace apnn {
 
-template <class T>
+// Core: the binary core that loads the tiles (GemmSm80, or GemmSm90a in conv_sm90a.cuh);
+// the accumulator fragment is GemmSm80's shape on both (Frag).
+template <class T, class CoreT = GemmSm80<T>>
 struct ConvProblem {
-  using Core = GemmSm80<T>;
+  using Core = CoreT;
+  using Frag = GemmSm80<T>;
   using E = typename T::Epi;
   static constexpr int kKHW = T::kKh * T::kKw;
   // A fused pool maps each window's kSS conv pixels to adjacent tile columns, so the tile
@@ -38,6 +41,7 @@ struct ConvProblem {
   int C, H, W, Ho, Wo, CW, P;  // P = N*Ho*Wo conv output pixels
   int Hp, Wp;                  // output after pooling (Ho, Wo without a pool)
   int out_pixels, out_hw, out_cw;
+  int col_tile;                // the tile of output columns (pixels) this block computes
 
   // The conv pixel (n, ho, wo) that column c of tile `tile` computes; false if none.
   __device__ __forceinline__ bool column_pixel(int tile, int c, int& n, int& ho, int& wo) const {
@@ -107,7 +111,7 @@ struct ConvProblem {
         const int hi = (pix_hw[j] >> 16) + kh, wi = static_cast<short>(pix_hw[j] & 0xffff) + kw;
         const bool ok = k_ok && static_cast<u32>(hi) < static_cast<u32>(H) && static_cast<u32>(wi) < static_cast<u32>(W);
         const u32* src = xp + static_cast<i64>(pix_base[j] + t * plane + koff) * CW + cw;
-        ptx::cp_async_16(dst + Core::swz(row, col * 4), ok ? src : xp, ok ? 16 : 0);
+        ptx::cp_async_16(Core::chunk(dst, row, col), ok ? src : xp, ok ? 16 : 0);
       }
     } else {
       const int tile = n0 / T::kBN;
@@ -126,21 +130,20 @@ struct ConvProblem {
           ok = hi >= 0 && hi < H && wi >= 0 && wi < W;
           src = xp + ((static_cast<i64>(n * T::kXBits + t) * H + hi) * W + wi) * CW + cw;
         }
-        ptx::cp_async_16(dst + Core::swz(row, col * 4), ok ? src : xp, ok ? 16 : 0);
+        ptx::cp_async_16(Core::chunk(dst, row, col), ok ? src : xp, ok ? 16 : 0);
       }
     }
   }
 
   __device__ __forceinline__ bool column_valid(int c) const {
     int n, ho, wo;
-    return column_pixel(blockIdx.y, c, n, ho, wo);
+    return column_pixel(col_tile, c, n, ho, wo);
   }
 
   // The column table: {colsum, nvalid} of each tile column, after the pipeline's buffers
   // and the staging buffer (rules::kernel_shared_bytes counts kBN * 8 bytes for it).
-  static constexpr int kPipelineBytes = T::kStages * Core::kStageWords * 4;
   static constexpr int kStagingBytes = E::kStaged ? T::kBN * (T::kBM + 4) * 4 : 0;
-  static constexpr int kTableOffset = kPipelineBytes > kStagingBytes ? kPipelineBytes : kStagingBytes;
+  static constexpr int kTableOffset = Core::kSmemBytes > kStagingBytes ? Core::kSmemBytes : kStagingBytes;
   __device__ __forceinline__ i32x2* column_table() const {
     return reinterpret_cast<i32x2*>(reinterpret_cast<char*>(smem) + kTableOffset);
   }
@@ -193,7 +196,7 @@ struct ConvProblem {
   // u32 arithmetic).
   template <class Acc>
   __device__ __forceinline__ u32 corrected(const Acc& acc, int mi, int ni, int e, int o, int p, int c) const {
-    u32 v = Core::combine(acc, mi, ni, e);
+    u32 v = Frag::combine(acc, mi, ni, e);
     if constexpr (T::kOffsetW != 0 || T::kOffsetX != 0) {
       const i32x2 col = column_table()[c];  // {colsum, nvalid}
       if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(col.x);
@@ -208,26 +211,26 @@ struct ConvProblem {
   template <class Acc>
   __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
     int n = 0, ho = 0, wo = 0;
-    column_pixel(blockIdx.y, c, n, ho, wo);
+    column_pixel(col_tile, c, n, ho, wo);
     return corrected(acc, mi, ni, e, o, (n * Ho + ho) * Wo + wo, c);
   }
 
-  __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][Core::kMI][Core::kNI][4], int m_base, int n_base,
+  __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][Frag::kMI][Frag::kNI][4], int m_base, int n_base,
                                         int g, int tig) const {
     if constexpr (E::kStaged) {
-      staged_store<T, Core>(*this, acc, m_base, n_base, g, tig);
+      staged_store<T, Frag>(*this, acc, m_base, n_base, g, tig);
     } else {
       using Final = typename E::Final;
       Final* y = static_cast<Final*>(epi.out);
-      const int O = a_rows, HoWo = Ho * Wo, n0 = blockIdx.y * T::kBN;
+      const int O = a_rows, HoWo = Ho * Wo, n0 = col_tile * T::kBN;
 #pragma unroll
-      for (int mi = 0; mi < Core::kMI; ++mi)
+      for (int mi = 0; mi < Frag::kMI; ++mi)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int o = m_base + mi * 16 + g + half * 8;
           if (o >= O) continue;
 #pragma unroll
-          for (int ni = 0; ni < Core::kNI; ++ni) {
+          for (int ni = 0; ni < Frag::kNI; ++ni) {
             // p is even: with an even Ho*Wo, p and p+1 are adjacent words of one image, and a
             // quad of threads writes whole 32-byte sectors (session 3, device run 5).
             const int p = n_base + ni * 8 + 2 * tig;
@@ -260,10 +263,10 @@ __device__ __forceinline__ void conv_sm80(u32* smem, const u32* wp, const i32* r
   const int ld = ConvProblem<T>::kKHW * CW;
   const int Hp = E::kPool ? (Ho - E::kPoolSize) / E::kPoolStride + 1 : Ho;
   const int Wp = E::kPool ? (Wo - E::kPoolSize) / E::kPoolStride + 1 : Wo;
-  ConvProblem<T> prob{wp,  static_cast<i64>(O) * ld, O,  ld, ld, xp, rowsum, possum, pixsum, epi, smem,
-                      C,   H, W, Ho, Wo, CW, N * Ho * Wo, Hp, Wp, N * Hp * Wp, Hp * Wp, (O + 127) / 128 * 4};
-  prob.fill_column_table(blockIdx.y);
-  prob.plan_columns(static_cast<int>(blockIdx.y) * T::kBN);
+  ConvProblem<T> prob{wp, static_cast<i64>(O) * ld, O,  ld, ld, xp, rowsum, possum, pixsum, epi, smem, C, H, W, Ho, Wo, CW,
+                      N * Ho * Wo, Hp, Wp, N * Hp * Wp, Hp * Wp, (O + 127) / 128 * 4, static_cast<int>(blockIdx.y)};
+  prob.fill_column_table(prob.col_tile);
+  prob.plan_columns(prob.col_tile * T::kBN);
   GemmSm80<T>::run(smem, prob);
 }
 

@@ -32,6 +32,7 @@ struct GemmSm80 {
   static constexpr int kMI = kWM / 16;
   static constexpr int kNI = kWN / 8;
   static constexpr int kChunksPerRow = kRowWords / 4;         // 16-byte cp.async chunks
+  static constexpr int kSmemBytes = T::kStages * kStageWords * 4;  // the pipeline's buffers
 
   // Row units are XOR-swizzled by row parity: the two rows one quarter-warp reads
   // with 16-byte loads then fall into different bank halves.
@@ -40,6 +41,9 @@ struct GemmSm80 {
     const int unit = word / kUnitWords;
     return row * kRowWords + (unit ^ (row & 1)) * kUnitWords + word % kUnitWords;
   }
+
+  // Where 16-byte chunk `col` of tile row `row` of an operand tile starting at dst goes.
+  static __device__ __forceinline__ u32* chunk(u32* dst, int row, int col) { return dst + swz(row, col * 4); }
 
   // Rows past the matrix and words past the packed row are zero-filled, so any M, N, K work.
   template <int kRows, int kTileRows>

@@ -45,6 +45,7 @@ struct GemmSm90a {
   static constexpr int kStageBytes = (kRowsA + kRowsB) * kRowBytes;
   static constexpr u64 kSwizzle = kRowBytes == 128 ? 1 : (kRowBytes == 64 ? 2 : 3);
   static constexpr int kSmemSlack = 1024;                  // for aligning the base
+  static constexpr int kSmemBytes = kSmemSlack + T::kStages * kStageBytes;  // all the pipeline may touch
   static_assert(T::kWarpsM % 4 == 0 && T::kBM == 16 * T::kWarpsM, "wgmma tile: 4 warps of 16 rows per warpgroup");
   static_assert(kWN == 8 || kWN == 16 || kWN == 32 || kWN == 64 || kWN == 128 || kWN == 256, "wgmma N");
   static_assert(kRowBytes == 32 || kRowBytes == 64 || kRowBytes == 128, "bk must be 256, 512 or 1024");
@@ -53,6 +54,11 @@ struct GemmSm90a {
   // bits [4, 4+log2(kChunksPerRow)) by bits [7, ...)).
   static __device__ __forceinline__ int swz(int row, int col) {
     return row * kRowBytes + ((col ^ (((row * kRowBytes) >> 7) & (kChunksPerRow - 1))) << 4);
+  }
+
+  // Where 16-byte chunk `col` of tile row `row` of an operand tile starting at dst goes.
+  static __device__ __forceinline__ u32* chunk(u32* dst, int row, int col) {
+    return reinterpret_cast<u32*>(reinterpret_cast<char*>(dst) + swz(row, col));
   }
 
   // kRows rows (kRows/kTileRows planes of kTileRows rows) of kBK bits from word kword0 on.
