@@ -56,6 +56,7 @@ nlohmann::json Report::row_json(const Row& r) const {
   j["q"] = r.q;
   j["spec"] = r.spec;
   j["tile_source"] = r.tile_source;
+  j["core"] = r.core;
   j["checked"] = r.checked;
   j["mismatches"] = r.mismatches;
   const double binary = tops(r.ops * r.p * r.q, r.t.us);

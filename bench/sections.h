@@ -9,7 +9,9 @@
 #include "bench/ours.h"
 #include "bench/report.h"
 #include "engine/tile_choice.h"
+#include "runtime/device.h"
 #include "runtime/steady_timing.h"
+#include "spec/kernel_rules.h"
 
 namespace apnn::bench {
 
@@ -37,6 +39,7 @@ void run_ours(Section& s, const std::string& op, const std::string& label, const
   r.q = p.x.bits;
   r.spec = nlohmann::json::parse(canonical_json(spec));
   r.tile_source = tile_source_name(from);
+  r.core = rules::use_wgmma(spec, current_device().arch()) ? "wgmma" : "mma.sync";
   Ours ours(s.engine, spec, shape);
   const CheckResult check = ours.check();
   r.checked = check.checked;
@@ -47,10 +50,10 @@ void run_ours(Section& s, const std::string& op, const std::string& label, const
   }
   r.t = time_rotated(s.rule, ours.sets(), [&](int set) { ours.launch(set); });
   const Tile& t = *spec.tile;
-  std::fprintf(stderr, "%s %-24s %-16s %.2f us, %llu checked, %llu mismatches, tile %dx%dx%d %dx%d s%d (%s)\n", op.c_str(),
-               label.c_str(), r.prec.c_str(), r.t.us, static_cast<unsigned long long>(r.checked),
+  std::fprintf(stderr, "%s %-24s %-16s %.2f us, %llu checked, %llu mismatches, tile %dx%dx%d %dx%d s%d (%s, %s)\n",
+               op.c_str(), label.c_str(), r.prec.c_str(), r.t.us, static_cast<unsigned long long>(r.checked),
                static_cast<unsigned long long>(r.mismatches), t.bm, t.bn, t.bk, t.warps_m, t.warps_n, t.stages,
-               r.tile_source.c_str());
+               r.tile_source.c_str(), r.core.c_str());
   s.report.rows.push_back(std::move(r));
 }
 
