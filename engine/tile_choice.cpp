@@ -77,7 +77,25 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         2 * ((p.M + wt.bm - 1) / wt.bm) * ((p.N + wt.bn - 1) / wt.bn) >= t.sm_count)
       return wt;
   }
-  return rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);
+  Tile h = rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);
+  // sm_90a APConv whose tile lands on the wgmma core: one warpgroup column (wgmma N = bn)
+  // for narrow tiles, and the widest K step when the tiles do not fill a wave (latency-bound
+  // layers). Fitted to the every-tile sweep of 10 bench convs (session 3, device run 9).
+  if (t.arch == "sm_90a" && s.op == Op::Apconv) {
+    KernelSpec with = s;
+    with.tile = h;
+    if (rules::use_wgmma(with, t.arch)) {
+      Tile w = h;
+      if (w.bn <= 32) w.warps_n = 1;
+      if (((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count) w.bk = 1024;
+      w.stages = 3;
+      with.tile = w;
+      if (rules::check_kernel_tile(w, s).empty() && rules::use_wgmma(with, t.arch) &&
+          rules::launch_shared_bytes(with, t.arch) <= t.max_smem)
+        return w;
+    }
+  }
+  return h;
 }
 
 namespace {

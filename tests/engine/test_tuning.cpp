@@ -160,3 +160,27 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   CHECK(*resolve_tile(w1a2(), big, nominal_target("sm_90")).tile ==
         rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 132, 227 * 1024));
 }
+
+TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get one warpgroup column, short grids bk 1024") {
+  const KernelSpec conv = parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  const Target h100 = nominal_target("sm_90a");
+  // The paper's N=1 16x16 layer at C=O=256: 4 x 32 tiles of 64x8, under one wave of 132.
+  const Problem paper = conv_problem(conv, {1, 256, 16, 16, 256});
+  const Tile h = rules::heuristic_tile(conv, paper.M, paper.N, paper.K_bits, h100.sm_count, h100.max_smem);
+  const Tile u = untuned_tile(conv, paper, h100);
+  CHECK(u.bm == h.bm);
+  CHECK(u.bn == h.bn);
+  CHECK(u.warps_n == 1);
+  CHECK(u.bk == 1024);
+  KernelSpec with = conv;
+  with.tile = u;
+  CHECK(rules::use_wgmma(with, "sm_90a"));
+  // A batch-8 56x56x64 layer fills the GPU: the heuristic's K step stays.
+  const Problem batch = conv_problem(conv, {8, 64, 56, 56, 64});
+  const Tile hb = rules::heuristic_tile(conv, batch.M, batch.N, batch.K_bits, h100.sm_count, h100.max_smem);
+  CHECK(untuned_tile(conv, batch, h100).bk == hb.bk);
+  // Other archs: the heuristic as it is.
+  CHECK(untuned_tile(conv, paper, nominal_target("sm_90")) ==
+        rules::heuristic_tile(conv, paper.M, paper.N, paper.K_bits, 132, 227 * 1024));
+}
