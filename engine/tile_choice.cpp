@@ -1,5 +1,6 @@
 #include "engine/tile_choice.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -78,6 +79,23 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
       return wt;
   }
   Tile h = rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);
+  // sm_90a APMM with K under one 1024-bit stage, whose heuristic tile would land on the
+  // wgmma core: warps side by side along N keep it on mma.sync, which wins there (device
+  // run 5's every-tile sweep: 8192x256x256 128x128/256 6.56 us with 1x8 warps, 8.30 us with
+  // 8x1 on wgmma; 1024x256x256 128x16/256 1.07x of the winner with 1x2, 1.15x with 8x2).
+  if (t.arch == "sm_90a" && s.op == Op::Apmm && s.epilogue.empty() && p.K_bits < 1024) {
+    KernelSpec with = s;
+    with.tile = h;
+    if (rules::use_wgmma(with, t.arch)) {
+      Tile n = h;
+      n.warps_m = 1;
+      n.warps_n = std::min(8, n.bn / 8);
+      with.tile = n;
+      if (rules::check_kernel_tile(n, s).empty() && !rules::use_wgmma(with, t.arch) &&
+          rules::launch_shared_bytes(with, t.arch) <= t.max_smem)
+        return n;
+    }
+  }
   // sm_90a APConv whose tile lands on the wgmma core: one warpgroup column (wgmma N = bn)
   // for narrow tiles, and the widest K step when the tiles do not fill a wave (latency-bound
   // layers). Fitted to the every-tile sweep of 10 bench convs (session 3, device run 9).

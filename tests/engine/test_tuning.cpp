@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -151,11 +152,17 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   const Problem small = apmm_problem({64, 1024, 1024});
   CHECK(*resolve_tile(w1a2(), small, target).tile ==
         rules::heuristic_tile(w1a2().w, w1a2().x, 64, 1024, 1024, target.sm_count, target.max_smem));
-  // Enough blocks but K below one 1024-bit stage: the heuristic's tile (not wgmma's bk 1024).
+  // Enough blocks but K below one 1024-bit stage: the heuristic's bm, bn and bk (not wgmma's
+  // bk 1024), its warps side by side along N, so that it runs on mma.sync.
   const Problem short_k = apmm_problem({8192, 256, 256});
-  CHECK(*resolve_tile(w1a2(), short_k, target).tile ==
-        rules::heuristic_tile(w1a2().w, w1a2().x, 8192, 256, 256, target.sm_count, target.max_smem));
-  CHECK(resolve_tile(w1a2(), short_k, target).tile->bk == 256);
+  const Tile hk = rules::heuristic_tile(w1a2().w, w1a2().x, 8192, 256, 256, target.sm_count, target.max_smem);
+  const KernelSpec sk = resolve_tile(w1a2(), short_k, target);
+  CHECK(sk.tile->bm == hk.bm);
+  CHECK(sk.tile->bn == hk.bn);
+  CHECK(sk.tile->bk == 256);
+  CHECK(sk.tile->warps_m == 1);
+  CHECK(sk.tile->warps_n == std::min(8, hk.bn / 8));
+  CHECK_FALSE(rules::use_wgmma(sk, "sm_90a"));
   // Other targets never get it.
   CHECK(*resolve_tile(w1a2(), big, nominal_target("sm_90")).tile ==
         rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 132, 227 * 1024));
