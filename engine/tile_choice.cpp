@@ -48,70 +48,69 @@ const char* tile_source_name(TileSource s) {
   return "?";
 }
 
+namespace {
+
+KernelSpec with_tile(const KernelSpec& s, const Tile& tile) {
+  KernelSpec w = s;
+  w.tile = tile;
+  return w;
+}
+
+// Legal for the spec and within the target's shared memory, on the core it would run on.
+bool fits(const KernelSpec& s, const Tile& tile, const Target& t) {
+  return rules::check_kernel_tile(tile, s).empty() && rules::launch_shared_bytes(with_tile(s, tile), t.arch) <= t.max_smem;
+}
+
+bool on_wgmma(const KernelSpec& s, const Tile& tile, const Target& t) { return rules::use_wgmma(with_tile(s, tile), t.arch); }
+
+}  // namespace
+
 KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t, TileSource* source) {
   TileSource ignored;
   TileSource& from = source ? *source : ignored;
   from = TileSource::Spec;
   if (spec.tile) return spec;
-  KernelSpec s = spec;
   const TuningDb db(TuningDb::default_path());
-  if (auto tuned = db.lookup(make_tune_key(spec, t.arch, t.device, p.shape))) {
-    if (rules::check_kernel_tile(tuned->tile, s).empty() && rules::kernel_shared_bytes(tuned->tile, s) <= t.max_smem) {
-      s.tile = tuned->tile;
-      from = TileSource::Tuned;
-      return s;
-    }
+  if (auto tuned = db.lookup(make_tune_key(spec, t.arch, t.device, p.shape)); tuned && fits(spec, tuned->tile, t)) {
+    from = TileSource::Tuned;
+    return with_tile(spec, tuned->tile);
   }
-  s.tile = untuned_tile(spec, p, t);
   from = TileSource::Untuned;
-  return s;
+  return with_tile(spec, untuned_tile(spec, p, t));
 }
 
 Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
+  const bool sm90a = t.arch == "sm_90a";
   // sm_90a: the wgmma core's tile once it gives at least half a wave of blocks and K fills
   // its 1024-bit stage (plain int32 output; fused chains stay on the mma.sync core's tiles).
   // At 8192x256x256 its bk-1024 tile took 9.5 us, the heuristic's bk-256 tile 8.3 (session 3,
   // device run 5).
-  if (t.arch == "sm_90a" && s.op == Op::Apmm && s.epilogue.empty() && p.K_bits >= 1024) {
+  if (sm90a && s.op == Op::Apmm && s.epilogue.empty() && p.K_bits >= 1024) {
     Tile wt;
     if (rules::wgmma_tile(&wt, s.w, s.x) && rules::wgmma_shared_bytes(wt, s.w, s.x) <= t.max_smem &&
         2 * ((p.M + wt.bm - 1) / wt.bm) * ((p.N + wt.bn - 1) / wt.bn) >= t.sm_count)
       return wt;
   }
-  Tile h = rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);
-  // sm_90a APMM with K under one 1024-bit stage, whose heuristic tile would land on the
-  // wgmma core: warps side by side along N keep it on mma.sync, which wins there (device
-  // run 5's every-tile sweep: 8192x256x256 128x128/256 6.56 us with 1x8 warps, 8.30 us with
-  // 8x1 on wgmma; 1024x256x256 128x16/256 1.07x of the winner with 1x2, 1.15x with 8x2).
-  if (t.arch == "sm_90a" && s.op == Op::Apmm && s.epilogue.empty() && p.K_bits < 1024) {
-    KernelSpec with = s;
-    with.tile = h;
-    if (rules::use_wgmma(with, t.arch)) {
-      Tile n = h;
-      n.warps_m = 1;
-      n.warps_n = std::min(8, n.bn / 8);
-      with.tile = n;
-      if (rules::check_kernel_tile(n, s).empty() && !rules::use_wgmma(with, t.arch) &&
-          rules::launch_shared_bytes(with, t.arch) <= t.max_smem)
-        return n;
-    }
-  }
-  // sm_90a APConv whose tile lands on the wgmma core: one warpgroup column (wgmma N = bn)
-  // for narrow tiles, and the widest K step when the tiles do not fill a wave (latency-bound
-  // layers). Fitted to the every-tile sweep of 10 bench convs (session 3, device run 9).
-  if (t.arch == "sm_90a" && s.op == Op::Apconv) {
-    KernelSpec with = s;
-    with.tile = h;
-    if (rules::use_wgmma(with, t.arch)) {
-      Tile w = h;
-      if (w.bn <= 32) w.warps_n = 1;
-      if (((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count) w.bk = 1024;
-      w.stages = 3;
-      with.tile = w;
-      if (rules::check_kernel_tile(w, s).empty() && rules::use_wgmma(with, t.arch) &&
-          rules::launch_shared_bytes(with, t.arch) <= t.max_smem)
-        return w;
-    }
+  const Tile h = rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);
+  if (!sm90a || !on_wgmma(s, h, t)) return h;
+  if (s.op == Op::Apmm && p.K_bits < 1024) {
+    // APMM with K under one 1024-bit stage: warps side by side along N keep the tile on
+    // mma.sync, which wins there (device run 5's every-tile sweep: 8192x256x256 128x128/256
+    // 6.56 us with 1x8 warps, 8.30 us with 8x1 on wgmma; 1024x256x256 128x16/256 1.07x of
+    // the winner with 1x2, 1.15x with 8x2).
+    Tile n = h;
+    n.warps_m = 1;
+    n.warps_n = std::min(8, n.bn / 8);
+    if (fits(s, n, t) && !on_wgmma(s, n, t)) return n;
+  } else if (s.op == Op::Apconv) {
+    // APConv on the wgmma core: one warpgroup column (wgmma N = bn) for narrow tiles, and
+    // the widest K step when the tiles do not fill a wave (latency-bound layers). Fitted to
+    // the every-tile sweep of 10 bench convs (session 3, device run 9; measured in run 10).
+    Tile w = h;
+    if (w.bn <= 32) w.warps_n = 1;
+    if (((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count) w.bk = 1024;
+    w.stages = 3;
+    if (fits(s, w, t) && on_wgmma(s, w, t)) return w;
   }
   return h;
 }
