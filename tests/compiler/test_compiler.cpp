@@ -191,6 +191,13 @@ TEST_CASE("compiler: the sm_90a wgmma core compiles for its tiles of every bit w
   KernelSpec bk512 = spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"pm1","x_bits":1,"x_enc":"pm1",
                                  "tile":{"bm":128,"bn":64,"bk":512,"stages":3,"warps_m":8,"warps_n":2}})");
   jobs.push_back({"bk512 128x64 four warpgroups (2 x 2)", bk512, "sm_90a", {}, {}, 0});
+  // APConv on the wgmma core: the gather plan in the core's swizzle, one tile per block.
+  KernelSpec conv3 = spec_of(R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],
+                                 "stride":[1,1],"pad":[1,1],"tile":{"bm":64,"bn":8,"bk":1024,"stages":3,"warps_m":4,"warps_n":1}})");
+  jobs.push_back({"conv 3x3/1 64x8/1024, narrowest wgmma N", conv3, "sm_90a", {}, {}, 0});
+  KernelSpec conv1 = spec_of(R"({"op":"apconv","w_bits":2,"w_enc":"pm1","x_bits":4,"x_enc":"pm1","kernel":[1,1],
+                                 "stride":[2,2],"pad":[0,0],"tile":{"bm":128,"bn":32,"bk":256,"stages":4,"warps_m":8,"warps_n":2}})");
+  jobs.push_back({"conv 1x1/2 128x32/256, both offsets", conv1, "sm_90a", {}, {}, 0});
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
   for (int t = 0; t < 2; ++t)
@@ -198,7 +205,8 @@ TEST_CASE("compiler: the sm_90a wgmma core compiles for its tiles of every bit w
       for (size_t i; (i = next++) < jobs.size();) {
         try {
           const apnn::GeneratedSource src = apnn::generate(jobs[i].spec, "sm_90a");
-          if (!contains(src.source, "apmm_sm90a<Traits>")) throw std::runtime_error("generated the mma.sync core");
+          if (!contains(src.source, "apmm_sm90a<Traits>") && !contains(src.source, "conv_sm90a<Traits>"))
+            throw std::runtime_error("generated the mma.sync core");
           jobs[i].out = apnn::compile_cubin(src, "sm_90a");
         } catch (const std::exception& e) {
           jobs[i].error = e.what();

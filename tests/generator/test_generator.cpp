@@ -359,6 +359,21 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
       "test");
   CHECK_FALSE(apnn::rules::use_wgmma(apnn::canonicalize(fused), "sm_90a"));
   CHECK(contains(apnn::generate(apnn::canonicalize(fused), "sm_90a").source, "apnn::apmm_sm80<Traits>("));
+  // APConv without a chain: the same rule, conv_sm90a; with a chain, conv_sm80.
+  const KernelSpec conv = apnn::parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],
+          "tile":{"bm":64,"bn":64,"bk":512,"stages":3,"warps_m":4,"warps_n":1}})",
+      "test");
+  CHECK(contains(apnn::generate(apnn::canonicalize(conv), "sm_90a").source, "apnn::conv_sm90a<Traits>("));
+  CHECK(contains(apnn::generate(apnn::canonicalize(conv), "sm_90").source, "apnn::conv_sm80<Traits>("));
+  KernelSpec conv_chain = conv;
+  conv_chain.epilogue = fused.epilogue;
+  CHECK(contains(apnn::generate(apnn::canonicalize(conv_chain), "sm_90a").source, "apnn::conv_sm80<Traits>("));
+  // Its launch asks for the core's aligned buffers plus the column table.
+  const KernelSpec cc = apnn::canonicalize(conv);
+  CHECK(apnn::rules::launch_shared_bytes(cc, "sm_90a") ==
+        apnn::rules::wgmma_shared_bytes(*cc.tile, cc.w, cc.x) + cc.tile->bn * 8);
+  CHECK(apnn::rules::launch_shared_bytes(cc, "sm_90") == apnn::rules::kernel_shared_bytes(*cc.tile, cc));
   // The environment switch turns it off (for comparisons of the two cores on one tile).
   setenv("APNN_DISABLE_WGMMA", "1", 1);
   CHECK(contains(apnn::generate(suits, "sm_90a").source, "apnn::apmm_sm80<Traits>("));
