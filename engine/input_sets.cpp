@@ -1,9 +1,11 @@
 #include "engine/input_sets.h"
 
 #include <algorithm>
+#include <string>
 
 #include "apnn/reference.h"
 #include "runtime/device.h"
+#include "runtime/module.h"
 #include "runtime/steady_timing.h"
 
 namespace apnn {
@@ -12,10 +14,11 @@ namespace {
 
 // Draws both operands with room for kMaxInputSets shifted slices, then packs set 0 and as
 // many more as `sets` (or, for 0, the L2 rule) asks: pack_set(ws, xs) packs the staged
-// slices of one set; set_bytes() is one packed set's size.
+// slices of one set; set_bytes() is one packed set's size. Waits for the packing before the
+// staging buffers are freed (`context` names the module for errors).
 template <class PackSet, class SetBytes>
 void draw_and_pack(const KernelSpec& spec, size_t wn, size_t xn, int sets, uint64_t seed, std::vector<int16_t>* W,
-                   std::vector<int16_t>* X, PackSet pack_set, SetBytes set_bytes) {
+                   std::vector<int16_t>* X, PackSet pack_set, SetBytes set_bytes, const std::string& context) {
   *W = random_operand(spec.w, wn + kMaxInputSets * kInputSetShift, seed);
   *X = random_operand(spec.x, xn + kMaxInputSets * kInputSetShift, seed + 1);
   DeviceBuffer ws(wn * 2), xs(xn * 2);
@@ -27,6 +30,7 @@ void draw_and_pack(const KernelSpec& spec, size_t wn, size_t xn, int sets, uint6
   add_set(0);
   const int n = sets > 0 ? std::min(sets, kMaxInputSets) : rotation_sets(set_bytes(), l2_bytes());
   for (int i = 1; i < n; ++i) add_set(static_cast<size_t>(i));
+  synchronize(context);
 }
 
 }  // namespace
@@ -39,8 +43,7 @@ ApmmInputSets::ApmmInputSets(ApmmRunner& packer, const KernelSpec& spec, const A
         x.push_back(packer.pack_x(xs, s.N, s.K));
         y.push_back(EpilogueDevice::allocate(spec.epilogue, ApmmRunner::dims(s.M, s.N)));
       },
-      [&] { return w[0].planes.bytes() + x[0].planes.bytes() + y[0].values.bytes(); });
-  synchronize(packer.kernel().module->context());  // the staging buffers are gone
+      [&] { return w[0].planes.bytes() + x[0].planes.bytes() + y[0].values.bytes(); }, packer.kernel().module->context());
 }
 
 ConvInputSets::ConvInputSets(ConvRunner& packer, const KernelSpec& spec, const ConvGeometry& g, int sets, uint64_t seed) {
@@ -51,8 +54,7 @@ ConvInputSets::ConvInputSets(ConvRunner& packer, const KernelSpec& spec, const C
         x.push_back(packer.pack_x(xs, g));
         y.push_back(EpilogueDevice::allocate(spec.epilogue, ConvRunner::dims(spec, g)));
       },
-      [&] { return w[0].planes.bytes() + x[0].planes.bytes() + y[0].values.bytes(); });
-  synchronize(packer.kernel().module->context());
+      [&] { return w[0].planes.bytes() + x[0].planes.bytes() + y[0].values.bytes(); }, packer.kernel().module->context());
 }
 
 }  // namespace apnn
