@@ -88,13 +88,15 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
   const KernelSpec& s = kernel_->compiled.spec;
   const Tile& t = *s.tile;
   LaunchDims d;
-  if (rules::use_wgmma(s, kernel_->compiled.arch)) {
+  // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
+  const bool wgmma = kernel_->compiled.wgmma_core;
+  if (wgmma) {
     const int64_t tiles = ((M + t.bm - 1) / t.bm) * ((N + t.bn - 1) / t.bn);
     if (tiles > (int64_t{1} << 31) - 1)
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} tiles of {}x{}, above 2^31-1", M, N, tiles,
                                                        t.bm, t.bn));
     d.block_x = 32 * t.warps_m * t.warps_n;
-    d.smem_bytes = static_cast<unsigned>(rules::launch_shared_bytes(s, kernel_->compiled.arch));
+    d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
     d.grid_x = wgmma_grid(*kernel_->module, t, d.smem_bytes, tiles);
     return d;
   }
@@ -104,7 +106,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: N={} needs {} column tiles of {}, above the grid limit 65535", N,
                                                      d.grid_y, t.bn));
   d.block_x = 32 * t.warps_m * t.warps_n;
-  d.smem_bytes = static_cast<unsigned>(rules::launch_shared_bytes(s, kernel_->compiled.arch));
+  d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, false));
   return d;
 }
 

@@ -121,8 +121,10 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   void* args[] = {&wp, &rowsum, &possum, &xp, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw};
   LaunchDims d;
   d.block_x = 32 * t.warps_m * t.warps_n;
-  d.smem_bytes = static_cast<unsigned>(rules::launch_shared_bytes(s, kernel_->compiled.arch));
-  if (rules::use_wgmma(s, kernel_->compiled.arch)) {
+  // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
+  const bool wgmma = kernel_->compiled.wgmma_core;
+  d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, wgmma));
+  if (wgmma) {
     // One block per output tile (templates/conv_sm90a.cuh), M tiles fastest.
     const int64_t tiles = int64_t{blocks(g.O, t.bm)} * blocks(g.N * g.Ho() * g.Wo(), t.bn);
     if (tiles > (int64_t{1} << 31) - 1)

@@ -28,6 +28,7 @@ CompileResult Engine::compile_locked_out(const KernelSpec& canonical, const std:
   r.canonical = to_json(canonical).dump();
   r.arch = arch;
   const GeneratedSource src = generate(canonical, arch);
+  r.wgmma_core = src.wgmma_core;
 
   // Everything that changes the binary, and nothing NVRTC produced (PTX is not deterministic).
   const std::string options = fmt::format("{}", fmt::join(compile_options(arch), " "));

@@ -18,7 +18,7 @@ struct ApmmInputSets {
   // sets: how many (at most kMaxSets); 0 picks rotation_sets for the device's L2.
   ApmmInputSets(ApmmRunner& packer, const KernelSpec& spec, const ApmmShape& s, int sets, uint64_t seed);
   int sets() const { return static_cast<int>(w.size()); }
-  std::vector<int16_t> W, X;  // the draws (set i: from element i * kShift)
+  std::vector<int16_t> W, X;  // the draws (set i: from element i * kInputSetShift)
   std::vector<PackedOperand> w, x;
   std::vector<LayerBuffers> y;  // through the spec's chain
 };

@@ -104,11 +104,12 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     if (fits(s, n, t) && !on_wgmma(s, n, t)) return n;
   } else if (s.op == Op::Apconv) {
     // APConv on the wgmma core: one warpgroup column (wgmma N = bn) for narrow tiles, and
-    // the widest K step when the tiles do not fill a wave (latency-bound layers). Fitted to
+    // the widest K step when the tiles do not fill a wave (latency-bound layers) and K fills
+    // it (a 1x1 conv of 128 channels would pad K 8x). Fitted to
     // the every-tile sweep of 10 bench convs (session 3, device run 9; measured in run 10).
     Tile w = h;
     if (w.bn <= 32) w.warps_n = 1;
-    if (((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count) w.bk = 1024;
+    if (p.K_bits >= 1024 && ((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count) w.bk = 1024;
     w.stages = 3;
     if (fits(s, w, t) && on_wgmma(s, w, t)) return w;
   }

@@ -35,9 +35,11 @@ const char* tile_source_name(TileSource s);  // "spec" | "tuned" | "untuned"
 
 // Tuned winner (database at TuningDb::default_path()) or heuristic, for `target`.
 KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t, TileSource* source = nullptr);
-// What a request without a recorded winner gets: on sm_90a the wgmma core's tile where it
-// fills the GPU and K >= 1024 bits, else the paper's heuristic (what `apnn tune` compares
-// its winner with).
+// What a request without a recorded winner gets (what `apnn tune` compares its winner with):
+// on sm_90a the wgmma core's tile for a plain APMM where it fills half a wave and K >= 1024
+// bits; else the paper's heuristic, adjusted on sm_90a where it lands on the wgmma core
+// (APMM with K < 1024: warps along N, on mma.sync; APConv: one warpgroup column for narrow
+// tiles, bk 1024 under a wave). engine/tile_choice.cpp says which measurements fitted these.
 Tile untuned_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 // The same for the current GPU.
 KernelSpec with_tile_for(const KernelSpec& spec, const Problem& p);

@@ -131,6 +131,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   };
 
   GeneratedSource out;
+  out.wgmma_core = wgmma;
   out.name = fmt::format("{}_w{}{}_x{}{}.cu", op_name(spec.op), spec.w.bits, encoding_name(spec.w.enc), spec.x.bits,
                          encoding_name(spec.x.enc));
   out.source = render(kTraitsSource) + render(conv ? kConvEntries : kApmmEntries);

@@ -14,6 +14,7 @@ struct GeneratedSource {
   std::string source;
   std::vector<std::pair<std::string, std::string>> headers;  // (include name, content): the templates
   std::vector<std::string> kernels;                          // extern "C" entry points it defines
+  bool wgmma_core = false;  // the sm_90a wgmma core was emitted (its launch differs: runners read this)
 };
 
 // Bumped whenever the generator or a template changes what it emits for the same spec.

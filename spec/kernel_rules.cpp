@@ -185,10 +185,13 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
          wgmma_shared_bytes(t, spec.w, spec.x) + conv_table_bytes(t, spec) <= kMaxSharedBytes;
 }
 
-int launch_shared_bytes(const KernelSpec& spec, const std::string& arch) {
+int core_shared_bytes(const KernelSpec& spec, bool wgmma_core) {
   const Tile& t = *spec.tile;
-  return use_wgmma(spec, arch) ? wgmma_shared_bytes(t, spec.w, spec.x) + conv_table_bytes(t, spec)
-                               : kernel_shared_bytes(t, spec);
+  return wgmma_core ? wgmma_shared_bytes(t, spec.w, spec.x) + conv_table_bytes(t, spec) : kernel_shared_bytes(t, spec);
+}
+
+int launch_shared_bytes(const KernelSpec& spec, const std::string& arch) {
+  return core_shared_bytes(spec, use_wgmma(spec, arch));
 }
 
 bool wgmma_tile(Tile* out, const OperandFormat& w, const OperandFormat& x) {

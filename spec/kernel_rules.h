@@ -63,7 +63,9 @@ int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandForma
 // APConv's column table in shared memory), and the variable APNN_DISABLE_WGMMA unset or "0"
 // (the mma.sync core then runs the same tile, for comparisons).
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
-// Dynamic shared memory a canonical spec's main kernel is launched with on `arch`.
+// Dynamic shared memory a canonical spec's main kernel is launched with on the core it was
+// generated for (CompileResult::wgmma_core), or on the core use_wgmma predicts for `arch`.
+int core_shared_bytes(const KernelSpec& spec, bool wgmma_core);
 int launch_shared_bytes(const KernelSpec& spec, const std::string& arch);
 // A wgmma tile for a precision: 2 warpgroups along M (bm 128, 256 threads), the widest
 // per-warpgroup N the accumulator budget allows, the deepest K step and pipeline that fit.

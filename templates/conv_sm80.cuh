@@ -65,11 +65,14 @@ struct ConvProblem {
     return true;
   }
 
-  // The X-tile gather. A thread's 16-byte chunks always sit in chunk column kCol of tile
-  // rows kRow0 + i*kRowStep, so its pixels repeat every kPix rows: their coordinates are
-  // worked out once per block (plan_columns), and a K step costs one division (the kernel
-  // position of the thread's K word) instead of several per chunk (device run 3 of
-  // session 3: integer index math was 60% of the issued instructions, BMMA 2%).
+  // The X-tile gather. A thread's 16-byte chunks always sit in chunk column
+  // tid % kChunksPerRow of tile rows tid / kChunksPerRow + i*kRowStep, so its pixels repeat
+  // every kPix rows: their coordinates are worked out once per block (plan_columns), and a
+  // K step costs one division (the kernel position of the thread's K word) instead of
+  // several per chunk (device run 3 of session 3: integer index math was 60% of the issued
+  // instructions, BMMA 2%). The plan packs a window's corner into 16-bit halves and indexes
+  // pixels in 32 bits, so it is used only where both fit (plan_fits); other shapes take the
+  // per-chunk path.
   static constexpr int kRowStep = Core::kThreads / Core::kChunksPerRow;
   static constexpr int kPix = kRowStep >= T::kBN ? 1 : T::kBN / kRowStep;
   static constexpr bool kPlanned = Core::kThreads % Core::kChunksPerRow == 0 &&
@@ -77,9 +80,18 @@ struct ConvProblem {
   static constexpr int kNoPixel = -0x4000;  // an input row no kernel position reaches
   int pix_base[kPix];  // (n*q*H + hi0)*W + wi0: plane 0's pixel index of kernel position (0, 0)
   int pix_hw[kPix];    // hi0 << 16 | (wi0 & 0xffff), the top-left input pixel of the window
+  bool planned;        // plan_columns filled the plan (kPlanned and plan_fits)
 
-  __device__ __forceinline__ void plan_columns(int n0) {
+  // H and W below 2^15 (16-bit corner halves), and every pixel index of the N*q planes below 2^31.
+  static __device__ __forceinline__ bool plan_fits(int N, int H, int W) {
+    return H < 0x8000 && W < 0x8000 && static_cast<i64>(N) * T::kXBits * H * W + static_cast<i64>(H) * W < (i64{1} << 31);
+  }
+
+  __device__ __forceinline__ void plan_columns(int n0, int N) {
+    planned = false;
     if constexpr (kPlanned) {
+      if (!plan_fits(N, H, W)) return;
+      planned = true;
       const int r0 = static_cast<int>(threadIdx.x) / Core::kChunksPerRow;
 #pragma unroll
       for (int j = 0; j < kPix; ++j) {
@@ -95,43 +107,50 @@ struct ConvProblem {
   __device__ __forceinline__ void load_b(u32* dst, int n0, int kword0) const {
     constexpr int kChunks = Core::kRowsB * Core::kChunksPerRow;
     if constexpr (kPlanned) {
-      constexpr int kIters = (kChunks + Core::kThreads - 1) / Core::kThreads;
-      const int col = static_cast<int>(threadIdx.x) % Core::kChunksPerRow;
-      const int r0 = static_cast<int>(threadIdx.x) / Core::kChunksPerRow;
+      if (planned) {
+        load_b_planned(dst, kword0);
+        return;
+      }
+    }
+    const int tile = n0 / T::kBN;
+    for (int c = threadIdx.x; c < kChunks; c += Core::kThreads) {
+      const int row = c / Core::kChunksPerRow;
+      const int col = c % Core::kChunksPerRow;
+      const int t = row / T::kBN;
       const int kword = kword0 + col * 4;
-      const bool k_ok = kword < k_words;
-      const int pos = kword / CW, cw = kword - pos * CW;
-      const int kh = pos / T::kKw, kw = pos - kh * T::kKw;
-      const int koff = kh * W + kw, plane = H * W;
+      int n = 0, ho = 0, wo = 0;
+      bool ok = kword < k_words && column_pixel(tile, row % T::kBN, n, ho, wo);
+      const u32* src = xp;
+      if (ok) {
+        const int pos = kword / CW, cw = kword - pos * CW;
+        const int kh = pos / T::kKw, kw = pos - kh * T::kKw;
+        const int hi = ho * T::kSh - T::kPh + kh, wi = wo * T::kSw - T::kPw + kw;
+        ok = hi >= 0 && hi < H && wi >= 0 && wi < W;
+        src = xp + ((static_cast<i64>(n * T::kXBits + t) * H + hi) * W + wi) * CW + cw;
+      }
+      ptx::cp_async_16(Core::chunk(dst, row, col), ok ? src : xp, ok ? 16 : 0);
+    }
+  }
+
+  __device__ __forceinline__ void load_b_planned(u32* dst, int kword0) const {
+    constexpr int kChunks = Core::kRowsB * Core::kChunksPerRow;
+    constexpr int kIters = (kChunks + Core::kThreads - 1) / Core::kThreads;
+    const int col = static_cast<int>(threadIdx.x) % Core::kChunksPerRow;
+    const int r0 = static_cast<int>(threadIdx.x) / Core::kChunksPerRow;
+    const int kword = kword0 + col * 4;
+    const bool k_ok = kword < k_words;
+    const int pos = kword / CW, cw = kword - pos * CW;
+    const int kh = pos / T::kKw, kw = pos - kh * T::kKw;
+    const int koff = kh * W + kw, plane = H * W;
 #pragma unroll
-      for (int i = 0; i < kIters; ++i) {
-        const int row = i * kRowStep + r0;
-        if (kChunks % Core::kThreads != 0 && row >= Core::kRowsB) break;
-        const int j = i % kPix, t = row / T::kBN;
-        const int hi = (pix_hw[j] >> 16) + kh, wi = static_cast<short>(pix_hw[j] & 0xffff) + kw;
-        const bool ok = k_ok && static_cast<u32>(hi) < static_cast<u32>(H) && static_cast<u32>(wi) < static_cast<u32>(W);
-        const u32* src = xp + static_cast<i64>(pix_base[j] + t * plane + koff) * CW + cw;
-        ptx::cp_async_16(Core::chunk(dst, row, col), ok ? src : xp, ok ? 16 : 0);
-      }
-    } else {
-      const int tile = n0 / T::kBN;
-      for (int c = threadIdx.x; c < kChunks; c += Core::kThreads) {
-        const int row = c / Core::kChunksPerRow;
-        const int col = c % Core::kChunksPerRow;
-        const int t = row / T::kBN;
-        const int kword = kword0 + col * 4;
-        int n = 0, ho = 0, wo = 0;
-        bool ok = kword < k_words && column_pixel(tile, row % T::kBN, n, ho, wo);
-        const u32* src = xp;
-        if (ok) {
-          const int pos = kword / CW, cw = kword - pos * CW;
-          const int kh = pos / T::kKw, kw = pos - kh * T::kKw;
-          const int hi = ho * T::kSh - T::kPh + kh, wi = wo * T::kSw - T::kPw + kw;
-          ok = hi >= 0 && hi < H && wi >= 0 && wi < W;
-          src = xp + ((static_cast<i64>(n * T::kXBits + t) * H + hi) * W + wi) * CW + cw;
-        }
-        ptx::cp_async_16(Core::chunk(dst, row, col), ok ? src : xp, ok ? 16 : 0);
-      }
+    for (int i = 0; i < kIters; ++i) {
+      const int row = i * kRowStep + r0;
+      if (kChunks % Core::kThreads != 0 && row >= Core::kRowsB) break;
+      const int j = i % kPix, t = row / T::kBN;
+      const int hi = (pix_hw[j] >> 16) + kh, wi = static_cast<short>(pix_hw[j] & 0xffff) + kw;
+      const bool ok = k_ok && static_cast<u32>(hi) < static_cast<u32>(H) && static_cast<u32>(wi) < static_cast<u32>(W);
+      const u32* src = xp + static_cast<i64>(pix_base[j] + t * plane + koff) * CW + cw;
+      ptx::cp_async_16(Core::chunk(dst, row, col), ok ? src : xp, ok ? 16 : 0);
     }
   }
 
@@ -266,7 +285,7 @@ __device__ __forceinline__ void conv_sm80(u32* smem, const u32* wp, const i32* r
   ConvProblem<T> prob{wp, static_cast<i64>(O) * ld, O,  ld, ld, xp, rowsum, possum, pixsum, epi, smem, C, H, W, Ho, Wo, CW,
                       N * Ho * Wo, Hp, Wp, N * Hp * Wp, Hp * Wp, (O + 127) / 128 * 4, static_cast<int>(blockIdx.y)};
   prob.fill_column_table(prob.col_tile);
-  prob.plan_columns(prob.col_tile * T::kBN);
+  prob.plan_columns(prob.col_tile * T::kBN, N);
   GemmSm80<T>::run(smem, prob);
 }
 

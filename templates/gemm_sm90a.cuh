@@ -7,7 +7,7 @@
 // warpgroup owns rows 16w..16w+15), kWarpsN along N (kBN/kWarpsN columns each, the
 // wgmma's N). So kBM == 16*kWarpsM, and every warp holds one 16-row slice: the
 // accumulator fragment has exactly the shape of GemmSm80's with kMI == 1, and the
-// epilogue (ApmmProblem::store) is shared.
+// epilogues (ApmmProblem::store, ConvProblem::store) are shared.
 //
 // Shared memory: per stage, the W tiles of all p planes then the X tiles of all q planes,
 // rows of kBK bits (32, 64 or 128 bytes) back to back, K-major, swizzled in the
@@ -19,9 +19,10 @@
 // Pipeline: kStages slots filled by cp.async (zero-fill past M, N and K). Step i waits for
 // its slot, issues all p*q plane-pair wgmmas of the slot, commits, then waits until step
 // i-1's wgmmas are done (wait_group 1) and refills i-1's slot after a barrier, so the
-// tensor cores always have one step queued while the copies of kStages-1 steps fly. The
-// grid is persistent (at most a wave of blocks), and the steps of a block's successive
-// tiles form one pipeline.
+// tensor cores always have one step queued while the copies of kStages-1 steps fly. A
+// block takes tiles blockIdx.x, + gridDim.x, ...: APMM launches a persistent grid (at most
+// a wave of blocks), whose successive tiles form one pipeline; APConv launches one block per
+// tile (conv_sm90a.cuh).
 #pragma once
 #include "apnn_types.cuh"
 #include "ptx_sm80.cuh"

@@ -27,6 +27,7 @@ struct CompileResult {
   CacheKey key;
   enum class Source { Disk, Compiled } source = Source::Compiled;  // where the cubin came from
   double compile_ms = 0;       // NVRTC time when compiled now, else 0
+  bool wgmma_core = false;     // the generator emitted the sm_90a wgmma core: the launch must match
   std::vector<char> cubin;
   const char* cache_state() const { return source == Source::Compiled ? "miss" : "hit"; }
 };

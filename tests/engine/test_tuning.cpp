@@ -186,7 +186,17 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   // A batch-8 56x56x64 layer fills the GPU: the heuristic's K step stays.
   const Problem batch = conv_problem(conv, {8, 64, 56, 56, 64});
   const Tile hb = rules::heuristic_tile(conv, batch.M, batch.N, batch.K_bits, h100.sm_count, h100.max_smem);
+  KernelSpec on_core = conv;
+  on_core.tile = hb;
+  REQUIRE(rules::use_wgmma(on_core, "sm_90a"));  // else the rule would not apply at all
+  CHECK(hb.bk < 1024);
   CHECK(untuned_tile(conv, batch, h100).bk == hb.bk);
+  // A 1x1 conv of 128 channels under one wave: K is 128 bits, so no 1024-bit steps.
+  const KernelSpec conv1 = parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[1,1],"stride":[1,1],"pad":[0,0]})");
+  const Problem small_k = conv_problem(conv1, {1, 128, 16, 16, 128});
+  CHECK(small_k.K_bits == 128);
+  CHECK(untuned_tile(conv1, small_k, h100).bk < 1024);
   // Other archs: the heuristic as it is.
   CHECK(untuned_tile(conv, paper, nominal_target("sm_90")) ==
         rules::heuristic_tile(conv, paper.M, paper.N, paper.K_bits, 132, 227 * 1024));

@@ -336,6 +336,8 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
   const GeneratedSource g = apnn::generate(suits, "sm_90a");
   CHECK(contains(g.source, "#include \"apmm_sm90a.cuh\""));
   CHECK(contains(g.source, "apnn::apmm_sm90a<Traits>("));
+  CHECK(g.wgmma_core);  // the runners launch by this, not by the environment at launch time
+  CHECK_FALSE(apnn::generate(suits, "sm_80").wgmma_core);
   CHECK(g.kernels == apnn::generate(suits).kernels);
   // Other targets, or no target, keep the portable core for the same spec.
   for (const char* arch : {"", "sm_80", "sm_86", "sm_89", "sm_90"}) {
