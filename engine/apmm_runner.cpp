@@ -10,7 +10,6 @@
 #include "engine/tile_choice.h"
 #include "generator/generate.h"
 #include "runtime/device.h"
-#include "runtime/driver_api.h"
 #include "spec/kernel_rules.h"
 
 namespace apnn {
@@ -71,9 +70,7 @@ namespace {
 unsigned wgmma_grid(LoadedModule& module, const Tile& t, unsigned smem, int64_t tiles) {
   const DeviceInfo& dev = current_device();
   if (tiles <= dev.sm_count) return static_cast<unsigned>(tiles);
-  int regs = 0;
-  driver::check(driver::api().FuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, module.function(kApmmKernel)),
-                "cuFuncGetAttribute(NUM_REGS)", module.context());
+  const int regs = module.registers(kApmmKernel);
   const int threads = 32 * t.warps_m * t.warps_n;
   const int by_regs = 65536 / (((std::max(regs, 1) + 7) / 8 * 8) * threads);
   const int by_smem = (228 * 1024) / static_cast<int>(smem + 1024);

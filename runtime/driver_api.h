@@ -4,6 +4,7 @@
 #include <cuda.h>
 
 #include <string>
+#include <type_traits>
 
 namespace apnn::driver {
 
@@ -51,5 +52,11 @@ const Api& api();
 // "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid) [<context>]"
 std::string describe(CUresult r, const char* call, const std::string& context);
 void check(CUresult r, const char* call, const std::string& context = {});
+// The same with the context built only on failure: for hot paths (every kernel launch),
+// where formatting a message each time would cost more than the call it describes.
+template <class Context, class = std::enable_if_t<std::is_invocable_r_v<std::string, Context>>>
+void check(CUresult r, const char* call, Context&& context) {
+  if (r != CUDA_SUCCESS) check(r, call, std::string(context()));
+}
 
 }  // namespace apnn::driver

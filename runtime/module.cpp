@@ -32,13 +32,24 @@ void LoadedModule::launch(const std::string& kernel, const LaunchDims& d, void**
   if (d.smem_bytes > 48 * 1024 && smem_limit_[kernel] < d.smem_bytes) {
     driver::check(cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(d.smem_bytes)),
                   "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-                  fmt::format("kernel {}, {} bytes; {}", kernel, d.smem_bytes, context_));
+                  [&] { return fmt::format("kernel {}, {} bytes; {}", kernel, d.smem_bytes, context_); });
     smem_limit_[kernel] = d.smem_bytes;
   }
   driver::check(cu.LaunchKernel(f, d.grid_x, d.grid_y, d.grid_z, d.block_x, 1, 1, d.smem_bytes, nullptr, args, nullptr),
-                "cuLaunchKernel",
-                fmt::format("kernel {}, grid ({},{},{}), block {}, smem {}; {}", kernel, d.grid_x, d.grid_y, d.grid_z,
-                            d.block_x, d.smem_bytes, context_));
+                "cuLaunchKernel", [&] {
+                  return fmt::format("kernel {}, grid ({},{},{}), block {}, smem {}; {}", kernel, d.grid_x, d.grid_y,
+                                     d.grid_z, d.block_x, d.smem_bytes, context_);
+                });
+}
+
+int LoadedModule::registers(const std::string& kernel) {
+  auto it = registers_.find(kernel);
+  if (it != registers_.end()) return it->second;
+  int regs = 0;
+  driver::check(driver::api().FuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, function(kernel)),
+                "cuFuncGetAttribute(NUM_REGS)", [&] { return fmt::format("kernel {}; {}", kernel, context_); });
+  registers_.emplace(kernel, regs);
+  return regs;
 }
 
 EventTimer::EventTimer() {

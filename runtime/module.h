@@ -28,6 +28,8 @@ class LoadedModule {
   // Raises the dynamic shared-memory limit when above the 48 KB default, then launches
   // on the default stream. `args` are pointers to the kernel's parameters.
   void launch(const std::string& kernel, const LaunchDims& d, void** args);
+  // Registers per thread of a kernel (asked of the driver once; launch geometry needs it).
+  int registers(const std::string& kernel);
   const std::string& context() const { return context_; }
 
  private:
@@ -35,6 +37,7 @@ class LoadedModule {
   std::string context_;
   std::unordered_map<std::string, CUfunction> functions_;
   std::unordered_map<std::string, unsigned> smem_limit_;
+  std::unordered_map<std::string, int> registers_;
 };
 
 // Elapsed time of device work between two recorded points (CUDA events).
