@@ -1,12 +1,12 @@
 #include "bench/cublaslt_gemm.h"
 
-#include <random>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "apnn/error.h"
 #include "bench/cublaslt_lib.h"
+#include "bench/vendor_inputs.h"
 #include "runtime/steady_timing.h"
 #include "runtime/device_buffer.h"
 
@@ -14,32 +14,12 @@ namespace apnn::bench {
 
 namespace {
 
-constexpr size_t kShift = 1031, kMaxSets = 32;  // as in ours.cpp: set i starts at element i * kShift
-
 void check(cublasStatus_t st, const char* call) {
   if (st != CUBLAS_STATUS_SUCCESS) throw Error(ErrorKind::Driver, fmt::format("{} failed: status {}", call, static_cast<int>(st)));
 }
 
-size_t element_bytes(VendorType t) { return t == VendorType::Fp16 ? 2 : 1; }
-
-// Random non-zero elements of each type: int8 in +-[1, 127], fp8 e4m3 and fp16 in +-[0.5, 1).
-std::vector<uint8_t> random_bytes(VendorType t, size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> b(count * element_bytes(t));
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t r = rng();
-    switch (t) {
-      case VendorType::Int8: b[i] = static_cast<uint8_t>(static_cast<int8_t>((r % 127 + 1) * ((r >> 8) & 1 ? 1 : -1))); break;
-      case VendorType::Fp8: b[i] = static_cast<uint8_t>(((r & 1u) << 7) | (6u << 3) | ((r >> 1) & 7u)); break;
-      case VendorType::Fp16: {
-        const uint16_t h = static_cast<uint16_t>(((r & 1u) << 15) | 0x3800u | ((r >> 1) & 0x3ffu));
-        b[2 * i] = static_cast<uint8_t>(h & 0xff);
-        b[2 * i + 1] = static_cast<uint8_t>(h >> 8);
-        break;
-      }
-    }
-  }
-  return b;
+Element element_of(VendorType t) {
+  return t == VendorType::Int8 ? Element::Int8 : t == VendorType::Fp8 ? Element::Fp8E4M3 : Element::Fp16;
 }
 
 }  // namespace
@@ -107,17 +87,13 @@ CublasLtGemm::CublasLtGemm(VendorType type, const ApmmShape& sh, size_t l2) : s_
   check(st, "cublasLtMatmulAlgoGetHeuristic");
   if (s.found == 0) throw Error(ErrorKind::Driver, fmt::format("{}: no algorithm for {}x{}x{}", vendor_impl(type), M, N, K));
 
-  const size_t an = static_cast<size_t>(N * K), bn = static_cast<size_t>(M * K), eb = element_bytes(type);
-  const std::vector<uint8_t> A = random_bytes(type, an + kMaxSets * kShift, 1), B = random_bytes(type, bn + kMaxSets * kShift, 2);
+  const Element e = element_of(type);
+  const size_t an = static_cast<size_t>(N * K), bn = static_cast<size_t>(M * K), eb = element_bytes(e);
   const size_t c_bytes = static_cast<size_t>(M * N) * out_bytes;
   const int sets = rotation_sets((an + bn) * eb + c_bytes, l2);
-  for (int i = 0; i < sets; ++i) {
-    s.ab.emplace_back(an * eb);
-    s.ab.back().upload(A.data() + i * kShift * eb, an * eb);
-    s.bb.emplace_back(bn * eb);
-    s.bb.back().upload(B.data() + i * kShift * eb, bn * eb);
-    s.cb.emplace_back(c_bytes);
-  }
+  s.ab = upload_sets(draw_for_sets(e, an, 1), e, an, sets);
+  s.bb = upload_sets(draw_for_sets(e, bn, 2), e, bn, sets);
+  for (int i = 0; i < sets; ++i) s.cb.emplace_back(c_bytes);
 }
 
 CublasLtGemm::~CublasLtGemm() {

@@ -1,13 +1,13 @@
 #include "bench/cudnn_conv.h"
 
 #include <algorithm>
-#include <random>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "apnn/error.h"
 #include "bench/cudnn_lib.h"
+#include "bench/vendor_inputs.h"
 #include "runtime/steady_timing.h"
 #include "runtime/device_buffer.h"
 
@@ -15,7 +15,6 @@ namespace apnn::bench {
 
 namespace {
 
-constexpr size_t kShift = 1031, kMaxSets = 32;  // as in ours.cpp
 constexpr int64_t kMaxWorkspace = int64_t{1} << 30;
 enum : int64_t { kUidX = 1, kUidW = 2, kUidY = 3 };
 
@@ -64,22 +63,7 @@ DescPtr tensor(int64_t uid, cudnnDataType_t type, int64_t n, int64_t c, int64_t 
 
 size_t type_bytes(cudnnDataType_t t) { return t == CUDNN_DATA_HALF ? 2 : t == CUDNN_DATA_INT8 ? 1 : 4; }
 
-// fp16 in +-[0.5, 1) or int8 in +-[1, 127]: no zeros, no denormals.
-std::vector<uint8_t> random_bytes(cudnnDataType_t t, size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> b(count * type_bytes(t));
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t r = rng();
-    if (t == CUDNN_DATA_INT8) {
-      b[i] = static_cast<uint8_t>(static_cast<int8_t>((r % 127 + 1) * ((r >> 8) & 1 ? 1 : -1)));
-    } else {
-      const uint16_t h = static_cast<uint16_t>(((r & 1u) << 15) | 0x3800u | ((r >> 1) & 0x3ffu));
-      b[2 * i] = static_cast<uint8_t>(h & 0xff);
-      b[2 * i + 1] = static_cast<uint8_t>(h >> 8);
-    }
-  }
-  return b;
-}
+Element element_of(cudnnDataType_t t) { return t == CUDNN_DATA_INT8 ? Element::Int8 : Element::Fp16; }
 
 struct Variant {
   cudnnDataType_t in, out, compute;
@@ -215,16 +199,14 @@ CudnnConv::CudnnConv(ConvType type, const ConvGeometry& g, size_t l2) : s_(std::
   s.workspace = DeviceBuffer(static_cast<size_t>(std::max<int64_t>(ws, 256)));
   const size_t xn = static_cast<size_t>(g.N * g.C * g.H * g.W), wn = static_cast<size_t>(g.O * g.C * g.kh * g.kw);
   const size_t ib = type_bytes(picked->in), y_bytes = static_cast<size_t>(g.N * g.O * g.Ho() * g.Wo()) * type_bytes(picked->out);
-  const std::vector<uint8_t> X = random_bytes(picked->in, xn + kMaxSets * kShift, 1), W = random_bytes(picked->in, wn + kMaxSets * kShift, 2);
   const int sets = rotation_sets((xn + wn) * ib + y_bytes, l2);
+  const Element e = element_of(picked->in);
+  s.x = upload_sets(draw_for_sets(e, xn, 1), e, xn, sets);
+  s.w = upload_sets(draw_for_sets(e, wn, 2), e, wn, sets);
   for (int i = 0; i < sets; ++i) {
-    s.x.emplace_back(xn * ib);
-    s.x.back().upload(X.data() + i * kShift * ib, xn * ib);
-    s.w.emplace_back(wn * ib);
-    s.w.back().upload(W.data() + i * kShift * ib, wn * ib);
     s.y.emplace_back(y_bytes);
     const int64_t uids[] = {kUidX, kUidW, kUidY};
-    void* ptrs[] = {reinterpret_cast<void*>(s.x.back().ptr()), reinterpret_cast<void*>(s.w.back().ptr()),
+    void* ptrs[] = {reinterpret_cast<void*>(s.x[i].ptr()), reinterpret_cast<void*>(s.w[i].ptr()),
                     reinterpret_cast<void*>(s.y.back().ptr())};
     void* wsp = reinterpret_cast<void*>(s.workspace.ptr());
     auto pack = std::make_unique<Desc>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);

@@ -11,6 +11,8 @@
 #include "bench/peak_probe.h"
 #include "bench/report.h"
 #include "bench/svg_chart.h"
+#include "bench/vendor_inputs.h"
+#include "engine/input_sets.h"
 #include "compiler/nvrtc_compiler.h"
 #include "test_util.h"
 
@@ -253,4 +255,23 @@ TEST_CASE("bench: the peak probes' source names its kernels and instructions") {
   CHECK_FALSE(compile_cubin(src, "sm_90a").cubin.empty());
   src.source = without;
   CHECK_FALSE(compile_cubin(src, "sm_80").cubin.empty());
+}
+
+TEST_CASE("bench: vendor inputs are drawn for every rotation set, never zero") {
+  const size_t n = 100;
+  for (Element e : {Element::Int8, Element::Fp8E4M3, Element::Fp16}) {
+    const std::vector<uint8_t> d = draw_for_sets(e, n, 1);
+    CHECK(d.size() == (n + kMaxInputSets * kInputSetShift) * element_bytes(e));
+    CHECK(d == draw_for_sets(e, n, 1));  // the seed decides
+    for (size_t i = 0; i < d.size() / element_bytes(e); ++i) {
+      if (e == Element::Fp16) {
+        const uint16_t h = static_cast<uint16_t>(d[2 * i] | d[2 * i + 1] << 8);
+        REQUIRE((h & 0x7c00u) == 0x3800u);  // exponent of [0.5, 1)
+      } else if (e == Element::Fp8E4M3) {
+        REQUIRE((d[i] & 0x78u) == 0x30u);  // exponent of [0.5, 1)
+      } else {
+        REQUIRE(d[i] != 0);
+      }
+    }
+  }
 }
