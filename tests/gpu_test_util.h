@@ -3,7 +3,7 @@
 #pragma once
 #include <stdlib.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include "apnn/engine.h"
+#include "test_util.h"
 
 struct TempCache {
   std::filesystem::path dir;
@@ -44,13 +45,8 @@ inline std::vector<apnn::KernelSpec> all_precisions() {
 
 // Compiles specs into the disk cache on all cores, one Engine per thread.
 inline void prewarm(const std::vector<apnn::KernelSpec>& specs, const std::string& arch) {
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  const unsigned n = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned t = 0; t < n; ++t)
-    pool.emplace_back([&] {
-      apnn::Engine engine;
-      for (size_t i = next++; i < specs.size(); i = next++) engine.compile(specs[i], arch);
-    });
-  for (auto& t : pool) t.join();
+  parallel_for(specs.size(), std::max(1u, std::thread::hardware_concurrency()), [&](size_t i) {
+    thread_local apnn::Engine engine;  // one per worker thread
+    engine.compile(specs[i], arch);
+  });
 }

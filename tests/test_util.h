@@ -1,10 +1,24 @@
 // Small helpers shared by the test suites.
 #pragma once
+#include <atomic>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+// Calls fn(i) for i in [0, n) on `threads` threads (independent jobs, e.g. NVRTC compiles).
+inline void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < n;) fn(i);
+    });
+  for (auto& t : pool) t.join();
+}
 
 inline bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 

@@ -6,7 +6,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,7 +14,6 @@
 #include <regex>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "apnn/error.h"
@@ -44,22 +42,16 @@ struct Job {
 
 // Runs the jobs on a few threads (NVRTC programs are independent).
 void run_jobs(std::vector<Job>& jobs, int threads) {
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < jobs.size();) {
-        Job& j = jobs[i];
-        const auto t0 = std::chrono::steady_clock::now();
-        try {
-          j.out = apnn::compile_cubin(apnn::generate(j.spec), j.arch);
-        } catch (const std::exception& e) {
-          j.error = e.what();
-        }
-        j.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      }
-    });
-  for (auto& t : pool) t.join();
+  parallel_for(jobs.size(), static_cast<unsigned>(threads), [&](size_t i) {
+    Job& j = jobs[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      j.out = apnn::compile_cubin(apnn::generate(j.spec), j.arch);
+    } catch (const std::exception& e) {
+      j.error = e.what();
+    }
+    j.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  });
 }
 
 template <class T>
@@ -198,22 +190,16 @@ TEST_CASE("compiler: the sm_90a wgmma core compiles for its tiles of every bit w
   KernelSpec conv1 = spec_of(R"({"op":"apconv","w_bits":2,"w_enc":"pm1","x_bits":4,"x_enc":"pm1","kernel":[1,1],
                                  "stride":[2,2],"pad":[0,0],"tile":{"bm":128,"bn":32,"bk":256,"stages":4,"warps_m":8,"warps_n":2}})");
   jobs.push_back({"conv 1x1/2 128x32/256, both offsets", conv1, "sm_90a", {}, {}, 0});
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < 2; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < jobs.size();) {
-        try {
-          const apnn::GeneratedSource src = apnn::generate(jobs[i].spec, "sm_90a");
-          if (!contains(src.source, "apmm_sm90a<Traits>") && !contains(src.source, "conv_sm90a<Traits>"))
-            throw std::runtime_error("generated the mma.sync core");
-          jobs[i].out = apnn::compile_cubin(src, "sm_90a");
-        } catch (const std::exception& e) {
-          jobs[i].error = e.what();
-        }
-      }
-    });
-  for (auto& t : pool) t.join();
+  parallel_for(jobs.size(), 2, [&](size_t i) {
+    try {
+      const apnn::GeneratedSource src = apnn::generate(jobs[i].spec, "sm_90a");
+      if (!contains(src.source, "apmm_sm90a<Traits>") && !contains(src.source, "conv_sm90a<Traits>"))
+        throw std::runtime_error("generated the mma.sync core");
+      jobs[i].out = apnn::compile_cubin(src, "sm_90a");
+    } catch (const std::exception& e) {
+      jobs[i].error = e.what();
+    }
+  });
   for (const Job& j : jobs) {
     INFO(j.label << " (" << apnn::canonical_json(j.spec) << ")");
     CHECK_MESSAGE(j.error.empty(), j.error);

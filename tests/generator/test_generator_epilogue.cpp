@@ -2,16 +2,15 @@
 // (types, constants, straight-line ops) and that it compiles with NVRTC (no GPU needed).
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "apnn/spec.h"
 #include "compiler/nvrtc_compiler.h"
 #include "generator/generate.h"
+#include "test_util.h"
 
 namespace {
 
@@ -144,19 +143,13 @@ TEST_CASE("generator epilogue: chain specs compile with NVRTC for sm_80 and sm_9
   for (const char* arch : {"sm_80", "sm_90a"})
     jobs.push_back({"apconv scale_bias relu pool quantize", spec_of(kConv, kFullConv), arch, {}, {}});
   const auto t0 = std::chrono::steady_clock::now();
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < 2; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < jobs.size();) {
-        try {
-          jobs[i].out = apnn::compile_cubin(apnn::generate(jobs[i].spec), jobs[i].arch);
-        } catch (const std::exception& e) {
-          jobs[i].error = e.what();
-        }
-      }
-    });
-  for (auto& t : pool) t.join();
+  parallel_for(jobs.size(), 2, [&](size_t i) {
+    try {
+      jobs[i].out = apnn::compile_cubin(apnn::generate(jobs[i].spec), jobs[i].arch);
+    } catch (const std::exception& e) {
+      jobs[i].error = e.what();
+    }
+  });
   MESSAGE(jobs.size() << " NVRTC compiles in "
                       << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
   for (const Job& j : jobs) {
