@@ -10,6 +10,7 @@
 #include "runtime/device.h"
 #include "runtime/device_buffer.h"
 #include "runtime/module.h"
+#include "runtime/steady_timing.h"
 
 namespace apnn::bench {
 
@@ -19,6 +20,7 @@ namespace {
 constexpr const char* kCommon = R"(
 typedef unsigned int u32;
 typedef unsigned long long u64;
+extern "C" __global__ void empty_launch(int* out) {}
 extern "C" __global__ void mma_b1_peak(int iters, int* out) {
   u32 a0 = threadIdx.x * 2654435761u, a1 = a0 * 3, a2 = a0 * 5, a3 = a0 * 7, b0 = a0 * 11, b1 = a0 * 13;
   int c[16] = {};
@@ -101,13 +103,13 @@ double probe_tops(LoadedModule& m, const char* kernel, const LaunchDims& d, int 
 
 std::string peak_probe_source(bool with_wgmma) { return kCommon + (with_wgmma ? wgmma_kernel() : std::string()); }
 
-Peaks measure_peaks() {
+Peaks measure_peaks(const TimingRule& rule) {
   const DeviceInfo& dev = current_device();
   const bool wgmma = dev.arch() == "sm_90a";
   GeneratedSource src;
   src.name = "apnn_peak_probe.cu";
   src.source = peak_probe_source(wgmma);
-  src.kernels = {"mma_b1_peak"};
+  src.kernels = {"mma_b1_peak", "empty_launch"};
   if (wgmma) src.kernels.push_back("wgmma_b1_peak");
   LoadedModule m(compile_cubin(src, dev.arch()).cubin, "peak probe");
   Peaks p;
@@ -119,6 +121,14 @@ Peaks measure_peaks() {
     // One block of 2 warpgroups per SM, 4 wgmma of 64x128x256 per warpgroup and iteration.
     const double wg_ops = 2.0 * 64 * 128 * 256 * 4 * sms * (kWgmmaThreads / 128);
     p.wgmma_b1_tops = probe_tops(m, "wgmma_b1_peak", {sms, 1, 1, kWgmmaThreads, kWgmmaSmem}, 4000, wg_ops);
+  }
+  // The launch floor: an empty kernel over one wave of blocks, launched back to back through
+  // the same module path and timed by the same rule as every row.
+  {
+    DeviceBuffer out(4);
+    CUdeviceptr out_ptr = out.ptr();
+    void* args[] = {&out_ptr};
+    p.launch_floor_us = time_rotated(rule, 1, [&](int) { m.launch("empty_launch", {sms, 1, 1, 128, 0}, args); }).us;
   }
   // Write bandwidth: the driver's memset over 2 GiB (far past the L2), best of three; 0 (not
   // measured, said on stderr) where 2 GiB cannot be allocated.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bench/report.h"
+#include "runtime/steady_timing.h"
 
 namespace apnn::bench {
 
@@ -14,7 +15,8 @@ namespace apnn::bench {
 std::string peak_probe_source(bool with_wgmma);
 
 // Binary AND-popcount operations per second (1e12) of each probe on the current GPU (the
-// wgmma figure is 0 on devices without sm_90a), and the device memory's write bandwidth.
-Peaks measure_peaks();
+// wgmma figure is 0 on devices without sm_90a), the device memory's write bandwidth, and
+// the per-launch time of an empty kernel under `rule`.
+Peaks measure_peaks(const TimingRule& rule);
 
 }  // namespace apnn::bench

@@ -82,7 +82,8 @@ nlohmann::json Report::to_json() const {
           {"peaks",
            {{"wgmma_b1_and_tops", peaks.wgmma_b1_tops},
             {"mma_sync_b1_and_tops", peaks.mma_sync_b1_tops},
-            {"dram_write_gbs", peaks.dram_write_gbs}}},
+            {"dram_write_gbs", peaks.dram_write_gbs},
+            {"launch_floor_us", peaks.launch_floor_us}}},
           {"settings", settings},
           {"rows", rows_j},
           {"fusion", fusion}};

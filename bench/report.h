@@ -41,6 +41,8 @@ struct Peaks {
   double wgmma_b1_tops = 0;     // 0: not measured (no sm_90a)
   double mma_sync_b1_tops = 0;
   double dram_write_gbs = 0;    // device memory write bandwidth (cuMemsetD32 over 2 GiB); 0: not measured
+  double launch_floor_us = 0;   // an empty kernel (one wave of blocks) under the timing rule: the
+                                // per-launch time below which no row can go; 0: not measured
 };
 
 // Bytes of the int32 output of a row's shape (M*N, or N*O*Ho*Wo for a convolution), and the

@@ -115,10 +115,12 @@ int run_bench(const BenchOptions& o) {
 #endif
   if (o.conv && !conv) std::fprintf(stderr, "bench: the convolution section was not built (no cudnn.h): GEMM only\n");
 
-  report.peaks = measure_peaks();
-  std::fprintf(stderr, "bench: %s (%s): binary AND peak %.0f TOPS wgmma, %.0f TOPS mma.sync; memory writes %.0f GB/s\n",
+  report.peaks = measure_peaks(o.rule);
+  std::fprintf(stderr,
+               "bench: %s (%s): binary AND peak %.0f TOPS wgmma, %.0f TOPS mma.sync; memory writes %.0f GB/s; "
+               "empty launch %.2f us\n",
                dev.name.c_str(), report.arch.c_str(), report.peaks.wgmma_b1_tops, report.peaks.mma_sync_b1_tops,
-               report.peaks.dram_write_gbs);
+               report.peaks.dram_write_gbs, report.peaks.launch_floor_us);
   Engine engine;
   prewarm(engine, plan, report.arch);
   Section section{engine, report, o.rule, l2_bytes()};
@@ -129,9 +131,11 @@ int run_bench(const BenchOptions& o) {
   if (o.fusion) run_fusion_section(section, o.selection.quick);
   report.settings["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  std::printf("apnn bench on %s (%s); binary AND peaks: wgmma %.0f TOPS, mma.sync %.0f TOPS; memory writes %.0f GB/s\n",
-              report.device.c_str(), report.arch.c_str(), report.peaks.wgmma_b1_tops, report.peaks.mma_sync_b1_tops,
-              report.peaks.dram_write_gbs);
+  std::printf(
+      "apnn bench on %s (%s); binary AND peaks: wgmma %.0f TOPS, mma.sync %.0f TOPS; memory writes %.0f GB/s; "
+      "empty launch %.2f us\n",
+      report.device.c_str(), report.arch.c_str(), report.peaks.wgmma_b1_tops, report.peaks.mma_sync_b1_tops,
+      report.peaks.dram_write_gbs, report.peaks.launch_floor_us);
   std::printf("times: median per launch (us); speedup: best vendor time / ours; bin TOPS: ops*p*q/time; exact: "
               "checked against the CPU reference\n\n");
   report.print_table(stdout);
