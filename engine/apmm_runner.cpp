@@ -10,6 +10,7 @@
 #include "engine/tile_choice.h"
 #include "generator/generate.h"
 #include "runtime/device.h"
+#include "runtime/driver_api.h"
 #include "spec/kernel_rules.h"
 
 namespace apnn {
@@ -79,6 +80,51 @@ unsigned wgmma_grid(LoadedModule& module, const Tile& t, unsigned smem, int64_t 
   return static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{dev.sm_count} * per_sm));
 }
 
+// Tile pairs of the TMA core (templates/gemm_sm90a_tma.cuh, Pairs): the cluster's two
+// blocks are neighbours along M when they share the X tile, along N when they share W's.
+int64_t tma_pairs(const KernelSpec& s, int64_t M, int64_t N) {
+  const Tile& t = *s.tile;
+  const int64_t tm = (M + t.bm - 1) / t.bm, tn = (N + t.bn - 1) / t.bn;
+  return rules::cluster_shares_x(t, s.w, s.x) ? (tm + 1) / 2 * tn : tm * ((tn + 1) / 2);
+}
+
+// The TMA core's view of a packed operand: a 3-D tensor of words (ld, rows, planes), read
+// in boxes of 32 words (the 1024-bit K step: 128 bytes, the 128-byte swizzle) by box_rows
+// rows by box_planes planes. Out-of-range boxes read zeros.
+CUtensorMap operand_map(const PackedOperand& op, int planes, unsigned box_rows, unsigned box_planes) {
+  CUtensorMap map;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(op.ld), static_cast<cuuint64_t>(op.rows),
+                              static_cast<cuuint64_t>(planes)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(op.ld) * 4, static_cast<cuuint64_t>(op.rows * op.ld) * 4};
+  const cuuint32_t box[3] = {32, box_rows, box_planes};
+  const cuuint32_t unit[3] = {1, 1, 1};
+  driver::check(driver::api().TensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3,
+                                                   reinterpret_cast<void*>(op.planes.ptr()), dims, strides, box, unit,
+                                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                "cuTensorMapEncodeTiled", [&] {
+                  return fmt::format("operand {} planes x {} rows x {} words, box {}x{}x32", planes, op.rows, op.ld,
+                                     box_planes, box_rows);
+                });
+  return map;
+}
+
+// The int32 output (M rows of N) as a 2-D tensor for the wgmma core's staged bulk stores:
+// boxes of 32 columns (128 bytes, the 128-byte swizzle) by one warpgroup's 64 rows.
+CUtensorMap output_map(const DeviceBuffer& y, int64_t M, int64_t N) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(M)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(N) * 4};
+  const cuuint32_t box[2] = {32, 64};
+  const cuuint32_t unit[2] = {1, 1};
+  driver::check(driver::api().TensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_INT32, 2, reinterpret_cast<void*>(y.ptr()),
+                                                   dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                   CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                "cuTensorMapEncodeTiled", [&] { return fmt::format("int32 output {} x {}", M, N); });
+  return map;
+}
+
 }  // namespace
 
 LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
@@ -87,6 +133,18 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
   LaunchDims d;
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
+  if (t.cluster == 2) {  // persistent clusters of 2 blocks, each with a producer warp
+    const int64_t pairs = tma_pairs(s, M, N);
+    if (pairs > (int64_t{1} << 30))
+      throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} tile pairs of {}x{}, above 2^30", M, N,
+                                                       pairs, t.bm, t.bn));
+    d.block_x = 32 * t.warps_m * t.warps_n + 32;
+    d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
+    d.grid_x = 2;
+    const int64_t resident = std::max(1, kernel_->module->max_active_clusters(kApmmKernel, d));
+    d.grid_x = static_cast<unsigned>(2 * std::min(pairs, resident));
+    return d;
+  }
   if (wgmma) {
     const int64_t tiles = ((M + t.bm - 1) / t.bm) * ((N + t.bn - 1) / t.bn);
     if (tiles > (int64_t{1} << 31) - 1)
@@ -114,6 +172,27 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   EpilogueKernelArgs epi = ep.args(out);
   int m = static_cast<int>(w.rows), n = static_cast<int>(x.rows), k = static_cast<int>(w.K), ld = static_cast<int>(w.ld);
   if (kernel_->compiled.spec.epilogue.quantize()) out.sums.fill_u32_async(0);
+  const KernelSpec& s = kernel_->compiled.spec;
+  if (const Tile& t = *s.tile; t.cluster == 2) {
+    // The tensor maps hold the operands' addresses: encoded for every launch (host work of
+    // about a microsecond, against the tens of microseconds this core is chosen for).
+    const bool shares_x = rules::cluster_shares_x(t, s.w, s.x);
+    CUtensorMap wmap = shares_x ? operand_map(w, s.w.bits, t.bm, s.w.bits) : operand_map(w, s.w.bits, t.bm / 2, 1);
+    CUtensorMap xmap = shares_x ? operand_map(x, s.x.bits, t.bn / 2, 1) : operand_map(x, s.x.bits, t.bn, s.x.bits);
+    void* args[] = {&wmap, &xmap, &ws, &xs, &epi, &m, &n, &k, &ld};
+    kernel_->module->launch(kApmmKernel, gemm_dims(w.rows, x.rows), args);
+    return;
+  }
+  if (kernel_->compiled.wgmma_core) {
+    // Bulk tensor stores need a row stride of whole 16 bytes; other widths store directly.
+    const Tile& t = *kernel_->compiled.spec.tile;
+    int tma_store = n % 4 == 0 && rules::wgmma_stages_output(t, kernel_->compiled.spec.w, kernel_->compiled.spec.x);
+    CUtensorMap ymap{};
+    if (tma_store) ymap = output_map(out.values, m, n);
+    void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
+    kernel_->module->launch(kApmmKernel, gemm_dims(w.rows, x.rows), args);
+    return;
+  }
   void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld};
   kernel_->module->launch(kApmmKernel, gemm_dims(w.rows, x.rows), args);
 }

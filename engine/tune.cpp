@@ -176,9 +176,6 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
   return result;
 }
 
-nlohmann::json tile_json(const Tile& t) {
-  return {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"stages", t.stages}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}};
-}
 
 }  // namespace
 
@@ -199,11 +196,11 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, int max_smem) {
 
 nlohmann::json TuneResult::to_json(size_t top) const {
   nlohmann::json j = {{"key", key}, {"seconds", seconds}, {"candidates", ranked.size()},
-                      {"heuristic", {{"tile", tile_json(heuristic_tile)}, {"us", heuristic_us}}}};
+                      {"heuristic", {{"tile", tile_to_json(heuristic_tile)}, {"us", heuristic_us}}}};
   if (!heuristic_error.empty()) j["heuristic"]["error"] = heuristic_error;
   j["top"] = nlohmann::json::array();
   for (size_t i = 0; i < std::min(top, ranked.size()); ++i)
-    j["top"].push_back({{"tile", tile_json(ranked[i].tile)}, {"us", ranked[i].us}, {"finalist", ranked[i].finalist}});
+    j["top"].push_back({{"tile", tile_to_json(ranked[i].tile)}, {"us", ranked[i].us}, {"finalist", ranked[i].finalist}});
   size_t failed = 0;
   for (const TuneCandidate& c : ranked) failed += !c.exact;
   j["failed"] = failed;

@@ -39,16 +39,6 @@ json read_db(const fs::path& path) {
   return json::object();
 }
 
-Tile tile_from_json(const json& t) {
-  Tile tile;
-  tile.bm = t.at("bm").get<int>();
-  tile.bn = t.at("bn").get<int>();
-  tile.bk = t.at("bk").get<int>();
-  tile.stages = t.at("stages").get<int>();
-  tile.warps_m = t.at("warps_m").get<int>();
-  tile.warps_n = t.at("warps_n").get<int>();
-  return tile;
-}
 
 }  // namespace
 
@@ -87,7 +77,7 @@ std::optional<TuneRecord> TuningDb::lookup(const TuneKey& key) const {
   if (!db.contains("entries") || !db["entries"].contains(key.str())) return std::nullopt;
   try {
     const json& e = db["entries"][key.str()];
-    TuneRecord r{tile_from_json(e.at("tile")), e.at("us").get<double>()};
+    TuneRecord r{tile_from_json_unchecked(e.at("tile")), e.at("us").get<double>()};
     return r;
   } catch (const json::exception&) {
     posix::warn(fmt::format("tuning database {}: bad entry for {}; using the heuristic", path_.string(), key.str()));
@@ -107,7 +97,7 @@ void TuningDb::record(const TuneKey& key, const TuneRecord& r) {
   if (!db.contains("entries")) db["entries"] = json::object();
   const Tile& t = r.tile;
   db["entries"][key.str()] = {
-      {"tile", {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"stages", t.stages}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}}},
+      {"tile", tile_to_json(t)},
       {"us", r.us}};
   const std::string text = db.dump(1) + "\n";
   if (int err = posix::write_file_atomic(path_, {text.begin(), text.end()}))

@@ -32,6 +32,7 @@ struct Traits {{
   static constexpr int kWBits = {wb}, kXBits = {xb};
   static constexpr int kBM = {bm}, kBN = {bn}, kBK = {bk};
   static constexpr int kWarpsM = {wm}, kWarpsN = {wn}, kStages = {stages};
+  static constexpr bool kClusterSharesX = {shares_x};  // tiles with cluster 2 (gemm_sm90a_tma.cuh)
   static constexpr int kGroups = {groups};
   static constexpr int kOffsetW = {offw}, kOffsetX = {offx};
   static constexpr int kKh = {kh}, kKw = {kw}, kSh = {sh}, kSw = {sw}, kPh = {ph}, kPw = {pw};
@@ -44,7 +45,7 @@ struct Traits {{
     return kWeight[g];
   }}
 }};
-constexpr int kThreads = apnn::GemmSm80<Traits>::kThreads;
+constexpr int kThreads = apnn::{threads_core}<Traits>::kThreads;
 )";
 
 constexpr const char* kApmmEntries = R"(
@@ -53,9 +54,11 @@ extern "C" __global__ void __launch_bounds__(kThreads)
        const apnn::u32* __restrict__ xp, const apnn::i32* __restrict__ xsum,
        apnn::EpilogueArgs epi, int m, int n, int k, int ld) {{
   extern __shared__ __align__(16) apnn::u32 smem[];
-  apnn::{apmm_core}<Traits>(smem, wp, wsum, xp, xsum, epi, m, n, k, ld);
+  apnn::apmm_sm80<Traits>(smem, wp, wsum, xp, xsum, epi, m, n, k, ld);
 }}
+)";
 
+constexpr const char* kApmmPackEntries = R"(
 extern "C" __global__ void __launch_bounds__({pack_threads})
 {pack_w}(const short* __restrict__ src, long long rows, int k, int ld, apnn::u32* __restrict__ planes,
          apnn::i32* __restrict__ rowsum) {{
@@ -66,6 +69,29 @@ extern "C" __global__ void __launch_bounds__({pack_threads})
 {pack_x}(const short* __restrict__ src, long long rows, int k, int ld, apnn::u32* __restrict__ planes,
          apnn::i32* __restrict__ rowsum) {{
   apnn::pack_bitplanes<{xb}, {xenc}>(src, rows, k, ld, planes, rowsum);
+}}
+)";
+
+// The wgmma core's GEMM: the output's tensor map for staged bulk stores when tma_store is set
+// (apmm_runner.cpp: N*4 a multiple of 16 bytes), else plain stores.
+constexpr const char* kApmmWgmmaEntries = R"(
+extern "C" __global__ void __launch_bounds__(kThreads)
+{apmm}(const apnn::u32* __restrict__ wp, const apnn::i32* __restrict__ wsum,
+       const apnn::u32* __restrict__ xp, const apnn::i32* __restrict__ xsum,
+       apnn::EpilogueArgs epi, int m, int n, int k, int ld, const __grid_constant__ apnn::TmaMap ymap, int tma_store) {{
+  extern __shared__ __align__(16) apnn::u32 smem[];
+  apnn::apmm_sm90a<Traits>(smem, wp, wsum, xp, xsum, epi, m, n, k, ld, tma_store ? &ymap : nullptr);
+}}
+)";
+
+// The TMA core's GEMM: a cluster of 2 blocks, the operands as tensor maps (apmm_runner.cpp).
+constexpr const char* kApmmTmaEntries = R"(
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
+{apmm}(const __grid_constant__ apnn::TmaMap wmap, const __grid_constant__ apnn::TmaMap xmap,
+       const apnn::i32* __restrict__ wsum, const apnn::i32* __restrict__ xsum, apnn::EpilogueArgs epi, int m, int n,
+       int k, int ld) {{
+  extern __shared__ __align__(16) apnn::u32 smem[];
+  apnn::apmm_sm90a_tma<Traits>(smem, &wmap, &xmap, wsum, xsum, epi, m, n, k, ld);
 }}
 )";
 
@@ -105,6 +131,13 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   const rules::PlaneGroups groups = rules::plane_groups(spec.w, spec.x);
   const bool conv = spec.op == Op::Apconv;
   const bool wgmma = rules::use_wgmma(spec, arch);  // sm_90a: templates/apmm_sm90a.cuh, conv_sm90a.cuh
+  const bool tma = t.cluster == 2;                   // templates/apmm_sm90a_tma.cuh
+  if (tma && !wgmma)
+    throw Error(ErrorKind::InvalidSpec,
+                fmt::format("tile.cluster 2 needs the sm_90a wgmma core; target arch '{}'{}", arch,
+                            arch == "sm_90a" ? " has it disabled (APNN_DISABLE_WGMMA)" : ""));
+  const char* core = conv ? (wgmma ? "conv_sm90a.cuh" : "conv_sm80.cuh")
+                          : (tma ? "apmm_sm90a_tma.cuh" : (wgmma ? "apmm_sm90a.cuh" : "apmm_sm80.cuh"));
   const ConvParams c = conv ? spec.conv : ConvParams{1, 1, 1, 1, 0, 0};
 
   std::vector<int> table;
@@ -117,8 +150,9 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("version", kGeneratorVersion), fmt::arg("op", op_name(spec.op)), fmt::arg("wb", spec.w.bits),
       fmt::arg("xb", spec.x.bits), fmt::arg("we", encoding_name(spec.w.enc)), fmt::arg("xe", encoding_name(spec.x.enc)),
       fmt::arg("wenc", encoding_code(spec.w.enc)), fmt::arg("xenc", encoding_code(spec.x.enc)),
-      fmt::arg("core", conv ? (wgmma ? "conv_sm90a.cuh" : "conv_sm80.cuh") : (wgmma ? "apmm_sm90a.cuh" : "apmm_sm80.cuh")),
-      fmt::arg("apmm_core", wgmma ? "apmm_sm90a" : "apmm_sm80"), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),
+      fmt::arg("core", core), fmt::arg("shares_x", rules::cluster_shares_x(t, spec.w, spec.x) ? "true" : "false"),
+      fmt::arg("threads_core", tma ? "GemmSm90aTma" : "GemmSm80"),
+fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),
       fmt::arg("bm", t.bm), fmt::arg("bn", t.bn),
       fmt::arg("bk", t.bk), fmt::arg("wm", t.warps_m), fmt::arg("wn", t.warps_n), fmt::arg("stages", t.stages),
       fmt::arg("groups", groups.weight.size()), fmt::arg("offw", spec.w.offset()), fmt::arg("offx", spec.x.offset()),
@@ -134,7 +168,9 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   out.wgmma_core = wgmma;
   out.name = fmt::format("{}_w{}{}_x{}{}.cu", op_name(spec.op), spec.w.bits, encoding_name(spec.w.enc), spec.x.bits,
                          encoding_name(spec.x.enc));
-  out.source = render(kTraitsSource) + render(conv ? kConvEntries : kApmmEntries);
+  out.source = render(kTraitsSource) +
+               (conv ? render(kConvEntries)
+                     : render(tma ? kApmmTmaEntries : (wgmma ? kApmmWgmmaEntries : kApmmEntries)) + render(kApmmPackEntries));
   for (const auto& tpl : embedded::templates()) out.headers.emplace_back(std::string(tpl.name), std::string(tpl.content));
   if (conv)
     out.kernels = {kConvKernel, kPackWKernel, kPackXKernel, kUnpackXKernel};

@@ -27,6 +27,8 @@ namespace apnn::driver {
   X(FuncSetAttribute, "cuFuncSetAttribute")               \
   X(FuncGetAttribute, "cuFuncGetAttribute")               \
   X(LaunchKernel, "cuLaunchKernel")                       \
+  X(OccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters") \
+  X(TensorMapEncodeTiled, "cuTensorMapEncodeTiled")       \
   X(MemAlloc, "cuMemAlloc_v2")                            \
   X(MemFree, "cuMemFree_v2")                              \
   X(MemcpyHtoD, "cuMemcpyHtoD_v2")                        \

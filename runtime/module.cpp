@@ -26,20 +26,42 @@ CUfunction LoadedModule::function(const std::string& name) {
   return f;
 }
 
+void LoadedModule::raise_smem_limit(const std::string& kernel, CUfunction f, unsigned bytes) {
+  if (bytes <= 48 * 1024 || smem_limit_[kernel] >= bytes) return;
+  driver::check(driver::api().FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
+                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                [&] { return fmt::format("kernel {}, {} bytes; {}", kernel, bytes, context_); });
+  smem_limit_[kernel] = bytes;
+}
+
 void LoadedModule::launch(const std::string& kernel, const LaunchDims& d, void** args) {
   CUfunction f = function(kernel);
   const driver::Api& cu = driver::api();
-  if (d.smem_bytes > 48 * 1024 && smem_limit_[kernel] < d.smem_bytes) {
-    driver::check(cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(d.smem_bytes)),
-                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-                  [&] { return fmt::format("kernel {}, {} bytes; {}", kernel, d.smem_bytes, context_); });
-    smem_limit_[kernel] = d.smem_bytes;
-  }
+  raise_smem_limit(kernel, f, d.smem_bytes);
   driver::check(cu.LaunchKernel(f, d.grid_x, d.grid_y, d.grid_z, d.block_x, 1, 1, d.smem_bytes, nullptr, args, nullptr),
                 "cuLaunchKernel", [&] {
                   return fmt::format("kernel {}, grid ({},{},{}), block {}, smem {}; {}", kernel, d.grid_x, d.grid_y,
                                      d.grid_z, d.block_x, d.smem_bytes, context_);
                 });
+}
+
+int LoadedModule::max_active_clusters(const std::string& kernel, const LaunchDims& d) {
+  auto it = clusters_.find(kernel);
+  if (it != clusters_.end()) return it->second;
+  CUfunction f = function(kernel);
+  raise_smem_limit(kernel, f, d.smem_bytes);
+  CUlaunchConfig config{};
+  config.gridDimX = d.grid_x;
+  config.gridDimY = d.grid_y;
+  config.gridDimZ = d.grid_z;
+  config.blockDimX = d.block_x;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = d.smem_bytes;
+  int clusters = 0;
+  driver::check(driver::api().OccupancyMaxActiveClusters(&clusters, f, &config), "cuOccupancyMaxActiveClusters",
+                [&] { return fmt::format("kernel {}, block {}, smem {}; {}", kernel, d.block_x, d.smem_bytes, context_); });
+  clusters_.emplace(kernel, clusters);
+  return clusters;
 }
 
 int LoadedModule::registers(const std::string& kernel) {

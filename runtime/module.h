@@ -30,6 +30,9 @@ class LoadedModule {
   void launch(const std::string& kernel, const LaunchDims& d, void** args);
   // Registers per thread of a kernel (asked of the driver once; launch geometry needs it).
   int registers(const std::string& kernel);
+  // How many clusters of a kernel with compile-time cluster dimensions can be resident at
+  // once with d's block and shared memory (asked once per kernel): a persistent grid's size.
+  int max_active_clusters(const std::string& kernel, const LaunchDims& d);
   const std::string& context() const { return context_; }
 
  private:
@@ -38,6 +41,8 @@ class LoadedModule {
   std::unordered_map<std::string, CUfunction> functions_;
   std::unordered_map<std::string, unsigned> smem_limit_;
   std::unordered_map<std::string, int> registers_;
+  std::unordered_map<std::string, int> clusters_;
+  void raise_smem_limit(const std::string& kernel, CUfunction f, unsigned bytes);
 };
 
 // Elapsed time of device work between two recorded points (CUDA events).

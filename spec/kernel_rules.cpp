@@ -47,6 +47,7 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
   if (!one_of(t.stages, {2, 3, 4})) return fmt::format("tile.stages must be one of 2, 3, 4, got {}", t.stages);
   if (!one_of(t.warps_m, {1, 2, 4, 8})) return fmt::format("tile.warps_m must be one of 1, 2, 4, 8, got {}", t.warps_m);
   if (!one_of(t.warps_n, {1, 2, 4, 8})) return fmt::format("tile.warps_n must be one of 1, 2, 4, 8, got {}", t.warps_n);
+  if (!one_of(t.cluster, {1, 2})) return fmt::format("tile.cluster must be 1 or 2, got {}", t.cluster);
   if (t.warps_m * t.warps_n * 32 > kMaxThreads)
     return fmt::format("tile.warps_m*warps_n = {} warps exceeds {} threads per block", t.warps_m * t.warps_n, kMaxThreads);
   if (t.bm % (16 * t.warps_m) != 0)
@@ -121,8 +122,9 @@ std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec) {
 }
 
 std::string check_kernel_tile(const Tile& t, const KernelSpec& spec) {
-  std::string why = check_tile(t, spec.w, spec.x);
-  return why.empty() ? check_epilogue_tile(t, spec) : why;
+  if (std::string why = check_tile(t, spec.w, spec.x); !why.empty()) return why;
+  if (std::string why = tma_tile_error(t, spec); !why.empty()) return why;
+  return check_epilogue_tile(t, spec);
 }
 
 Tile default_tile(const KernelSpec& spec) {
@@ -187,7 +189,41 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
 
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core) {
   const Tile& t = *spec.tile;
+  if (t.cluster == 2) return tma_shared_bytes(t, spec.w, spec.x);
   return wgmma_core ? wgmma_shared_bytes(t, spec.w, spec.x) + conv_table_bytes(t, spec) : kernel_shared_bytes(t, spec);
+}
+
+bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  const int warpgroups = t.warps_m * t.warps_n / 4;
+  return t.cluster == 1 && t.bn / t.warps_n == 256 && shared_bytes(t, w, x) / t.stages >= warpgroups * 2 * 64 * 128;
+}
+
+bool cluster_shares_x(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  return x.bits * t.bn >= w.bits * t.bm;
+}
+
+int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  return wgmma_shared_bytes(t, w, x) + kTmaBarrierBytes;
+}
+
+std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
+  if (t.cluster == 1) return {};
+  if (spec.op != Op::Apmm) return "tile.cluster 2 (the TMA core) is for op apmm only";
+  if (!spec.epilogue.empty()) return "tile.cluster 2 (the TMA core) has the plain int32 output only: no epilogue chain";
+  if (t.bk != 1024) return fmt::format("tile.cluster 2 needs bk 1024 (one 128-byte TMA row per operand row), got {}", t.bk);
+  if (std::string why = wgmma_tile_error(t, spec.w, spec.x); !why.empty()) return "tile.cluster 2: " + why;
+  const bool shares_x = cluster_shares_x(t, spec.w, spec.x);
+  if ((shares_x ? t.bn : t.bm) % 16 != 0)
+    return fmt::format("tile.cluster 2 multicasts half of the {} tile, which must be whole 8-row atoms: {} must be a "
+                       "multiple of 16, got {}",
+                       shares_x ? "X" : "W", shares_x ? "bn" : "bm", shares_x ? t.bn : t.bm);
+  if (32 * t.warps_m * t.warps_n + 32 > kMaxThreads)
+    return fmt::format("tile.cluster 2 adds a producer warp: {} warps exceed {} threads per block",
+                       t.warps_m * t.warps_n + 1, kMaxThreads);
+  if (tma_shared_bytes(t, spec.w, spec.x) > kMaxSharedBytes)
+    return fmt::format("tile.cluster 2: tile needs {} bytes of shared memory with alignment and barriers, limit {}",
+                       tma_shared_bytes(t, spec.w, spec.x), kMaxSharedBytes);
+  return {};
 }
 
 int launch_shared_bytes(const KernelSpec& spec, const std::string& arch) {

@@ -67,6 +67,24 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch);
 // generated for (CompileResult::wgmma_core), or on the core use_wgmma predicts for `arch`.
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core);
 int launch_shared_bytes(const KernelSpec& spec, const std::string& arch);
+// Whether the wgmma APMM core stages its int32 output for bulk tensor stores
+// (templates/apmm_sm90a.cuh, kTmaStore: 256 columns per warpgroup, and a pipeline slot that
+// holds 16 KB per warpgroup); the runner then encodes the output's tensor map. A mismatch
+// costs only speed: without the map the kernel stores directly.
+bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+
+// --- The TMA-fed wgmma core (templates/gemm_sm90a_tma.cuh), tiles with cluster 2 ---
+// A cluster of 2 blocks computes neighbouring tiles that share one operand tile, loaded half
+// by each block and multicast to both: the X tile (neighbours along M) when q*bn >= p*bm,
+// else the W tile (neighbours along N). Each block has a producer warp beside its consumer
+// warps, and 2*stages mbarriers after its pipeline (kTmaBarrierBytes covers them).
+inline constexpr int kTmaBarrierBytes = 256;
+bool cluster_shares_x(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+// Empty for cluster 1; for cluster 2 why the TMA core cannot run the tile (op apmm, no
+// epilogue, bk 1024, a wgmma tile, whole 8-row halves of the shared tile), naming the field.
+std::string tma_tile_error(const Tile& t, const KernelSpec& spec);
+
 // A wgmma tile for a precision: 2 warpgroups along M (bm 128, 256 threads), the widest
 // per-warpgroup N the accumulator budget allows, the deepest K step and pipeline that fit.
 // Returns false if none fits.

@@ -38,12 +38,13 @@ Encoding get_encoding(const json& obj, const char* key, std::string_view origin)
 
 Tile parse_tile(const json& t, const OperandFormat& w, const OperandFormat& x, std::string_view origin) {
   if (!t.is_object()) fail(origin, fmt::format("field 'tile' must be an object {{\"bm\", \"bn\", \"bk\"}}, got {}", t.dump()));
-  reject_unknown(t, {"bm", "bn", "bk", "stages", "warps_m", "warps_n"}, "tile.", origin);
+  reject_unknown(t, {"bm", "bn", "bk", "stages", "warps_m", "warps_n", "cluster"}, "tile.", origin);
   Tile tile;
   tile.bm = get_int(t, "bm", "tile.bm", 1, 1 << 20, origin);
   tile.bn = get_int(t, "bn", "tile.bn", 1, 1 << 20, origin);
   tile.bk = get_int(t, "bk", "tile.bk", 1, 1 << 20, origin);
   if (t.contains("stages")) tile.stages = get_int(t, "stages", "tile.stages", 2, 4, origin);
+  if (t.contains("cluster")) tile.cluster = get_int(t, "cluster", "tile.cluster", 1, 2, origin);
   const bool has_wm = t.contains("warps_m"), has_wn = t.contains("warps_n");
   if (has_wm != has_wn) fail(origin, "fields 'tile.warps_m' and 'tile.warps_n' must be given together");
   if (has_wm) {
@@ -130,7 +131,7 @@ KernelSpec parse_spec(const json& j, std::string_view origin) {
   if (j.contains("epilogue")) s.epilogue = parse_epilogue(j.at("epilogue"), s.op == Op::Apconv, origin);
   if (j.contains("tile")) {
     s.tile = parse_tile(j.at("tile"), s.w, s.x, origin);
-    if (std::string why = rules::check_epilogue_tile(*s.tile, s); !why.empty()) fail(origin, why);
+    if (std::string why = rules::check_kernel_tile(*s.tile, s); !why.empty()) fail(origin, why);
   }
   return s;
 }
@@ -165,23 +166,38 @@ nlohmann::json to_json(const KernelSpec& spec) {
     j["stride"] = {spec.conv.sh, spec.conv.sw};
     j["pad"] = {spec.conv.ph, spec.conv.pw};
   }
-  if (spec.tile) {
-    const Tile& t = *spec.tile;
-    j["tile"] = {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"stages", t.stages}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}};
-  }
+  if (spec.tile) j["tile"] = tile_to_json(*spec.tile);
   // Absent when empty: specs without a chain keep the canonical form (and cache keys) they had.
   if (!spec.epilogue.empty()) j["epilogue"] = to_json(spec.epilogue);
   return j;
 }
 
+nlohmann::json tile_to_json(const Tile& t) {
+  json j = {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"stages", t.stages}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}};
+  if (t.cluster != 1) j["cluster"] = t.cluster;  // tiles without one keep their canonical form
+  return j;
+}
+
+Tile tile_from_json_unchecked(const nlohmann::json& t) {
+  Tile tile;
+  tile.bm = t.at("bm").get<int>();
+  tile.bn = t.at("bn").get<int>();
+  tile.bk = t.at("bk").get<int>();
+  tile.stages = t.at("stages").get<int>();
+  tile.warps_m = t.at("warps_m").get<int>();
+  tile.warps_n = t.at("warps_n").get<int>();
+  tile.cluster = t.value("cluster", 1);
+  return tile;
+}
+
 std::string canonical_json(const KernelSpec& spec) { return to_json(canonicalize(spec)).dump(); }
 
 std::string spec_id(const KernelSpec& s) {
-  const Tile t = s.tile.value_or(Tile{0, 0, 0, 0, 0, 0});
+  const Tile t = s.tile.value_or(Tile{0, 0, 0, 0, 0, 0, 0});
   const ConvParams& c = s.conv;
-  return fmt::format("{}|{}{}|{}{}|{},{},{},{},{},{}|{},{},{},{},{},{}|{}", static_cast<int>(s.op), s.w.bits,
+  return fmt::format("{}|{}{}|{}{}|{},{},{},{},{},{},{}|{},{},{},{},{},{}|{}", static_cast<int>(s.op), s.w.bits,
                      static_cast<int>(s.w.enc), s.x.bits, static_cast<int>(s.x.enc), t.bm, t.bn, t.bk, t.stages, t.warps_m,
-                     t.warps_n, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, epilogue_id(s.epilogue));
+                     t.warps_n, t.cluster, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, epilogue_id(s.epilogue));
 }
 
 }  // namespace apnn

@@ -5,6 +5,7 @@
 #pragma once
 #include "apmm_sm80.cuh"
 #include "gemm_sm90a.cuh"
+#include "ptx_tma.cuh"
 
 namespace apnn {
 
@@ -13,6 +14,20 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   using Core90 = GemmSm90a<T>;
   using Core80 = GemmSm80<T>;
   static constexpr int kNI = Core90::kNI;
+  // The output as a 2-D int32 tensor (N columns, M rows) for bulk tensor stores, or null:
+  // the runner passes one when N*4 bytes is a multiple of 16 (a TMA row stride).
+  const TmaMap* ymap;
+
+  // Staged stores (store_staged): each warpgroup writes its 64 rows 32 columns at a time into
+  // one of two 8 KB buffers (rows of 128 bytes, the 128-byte swizzle) and one thread hands
+  // the buffer to the copy engine, so the warps go on to the next tile while the output
+  // drains. The buffers live in the pipeline slot of the tile's last K step, which the next
+  // tile refills only after the next block-wide barrier. Measured (bench/NOTES-wgmma.md,
+  // session 4): 9-10% faster for 256-column warpgroups (w1a1), 3-5% slower at 64 and 128
+  // columns, so only the former stage.
+  static constexpr int kStagingBytes = 2 * 64 * 128;  // per warpgroup
+  static constexpr int kWarpgroups = T::kWarpsM * T::kWarpsN / 4;
+  static constexpr bool kTmaStore = Core90::kWN == 256 && Core90::kStageBytes >= kWarpgroups * kStagingBytes;
   // The plain int32 output only (rules::use_wgmma): fused chains read blockIdx.y and stage
   // through shared memory, which this persistent core's pipeline still fills.
   static_assert(!T::Epi::kStaged, "the wgmma core has no fused epilogue yet");
@@ -74,13 +89,75 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       }
     }
   }
+
+  // store()'s values through the copy engine (see kTmaStore); `staging` is this warpgroup's
+  // pair of buffers. Without a tensor map it is store().
+  __device__ __forceinline__ void store_staged(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base, int g,
+                                               int tig, u32 staging) const {
+    if (ymap == nullptr) {
+      store(acc, m_base, n_base, g, tig);
+      return;
+    }
+    const int row0 = ((threadIdx.x >> 5) & 3) * 16;  // the warp's first row in its warpgroup's 64
+    const int wg = threadIdx.x >> 7;
+    const bool leader = (threadIdx.x & 127) == 0;
+    u32 row_term[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int m = m_base + g + half * 8;
+      row_term[half] = 0;
+      if (T::kOffsetX != 0 && m < this->M) row_term[half] += static_cast<u32>(T::kOffsetX) * load_nc(this->wsum + m);
+      if (T::kOffsetW != 0 && T::kOffsetX != 0)
+        row_term[half] += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(this->K);
+    }
+#pragma unroll
+    for (int c = 0; c < kNI / 4; ++c) {  // 32 columns: 4 fragments of 8
+      const u32 buf = staging + (c & 1) * (64 * 128);
+      if (c >= 2) {  // the buffer's previous chunk has been read out
+        if (leader) ptx::bulk_wait_read<1>();
+        ptx::named_barrier(1 + wg, 128);
+      }
+      u32 col[4][2];
+#pragma unroll
+      for (int f = 0; f < 4; ++f)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int n = n_base + (c * 4 + f) * 8 + 2 * tig + e;
+          col[f][e] = T::kOffsetW != 0 && n < this->N ? static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n) : 0u;
+        }
+#pragma unroll
+      for (int f = 0; f < 4; ++f)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int r = row0 + g + half * 8;
+          const int chunk = f * 2 + (tig >> 1);  // 16-byte chunk of the 128-byte row
+          const u32 addr = buf + r * 128 + ((chunk ^ (r & 7)) << 4) + (tig & 1) * 8;
+          const u32 v0 = row_term[half] + col[f][0] + Core80::combine(acc, 0, c * 4 + f, half * 2);
+          const u32 v1 = row_term[half] + col[f][1] + Core80::combine(acc, 0, c * 4 + f, half * 2 + 1);
+          asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
+        }
+      ptx::fence_proxy_async();  // the copy engine reads what these threads wrote
+      ptx::named_barrier(1 + wg, 128);
+      if (leader) {
+        ptx::tma_store_2d(ymap, n_base + c * 32, m_base - row0, buf);
+        ptx::bulk_commit();
+      }
+    }
+    if (leader) ptx::bulk_wait_read<0>();  // before the next block-wide barrier lets the slot refill
+  }
+
+  // After the block's last tile: its bulk stores have reached global memory.
+  __device__ __forceinline__ void finish_stores() const {
+    if (ymap != nullptr && (threadIdx.x & 127) == 0) ptx::bulk_wait<0>();
+  }
 };
 
 template <class T>
 __device__ __forceinline__ void apmm_sm90a(u32* smem, const u32* wp, const i32* wsum, const u32* xp, const i32* xsum,
-                                           const EpilogueArgs& epi, int M, int N, int K, int ld) {
+                                           const EpilogueArgs& epi, int M, int N, int K, int ld, const TmaMap* ymap) {
   const int out_cw = (M + 127) / 128 * 4;
-  const ApmmProblemSm90a<T> prob{{wp, static_cast<i64>(M) * ld, M, ld, ld, xp, wsum, xsum, epi, smem, M, N, K, N, N, out_cw}};
+  const ApmmProblemSm90a<T> prob{{wp, static_cast<i64>(M) * ld, M, ld, ld, xp, wsum, xsum, epi, smem, M, N, K, N, N, out_cw},
+                                 ymap};
   GemmSm90a<T>::run(smem, prob);
 }
 

@@ -14,6 +14,7 @@ namespace apnn {
 template <class T>
 struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
   static_assert(!T::Epi::kStaged, "the wgmma core has no fused epilogue yet");
+  static constexpr bool kTmaStore = false;  // NCHW rows of Ho*Wo pixels: plain stores
   int N;  // rows of B for GemmSm90a::run: the conv output pixels
 };
 

@@ -194,9 +194,18 @@ struct GemmSm90a {
       // Store the tile while the next tile's first stages load.
       ptx::wgmma_wait<0>();
       fence_acc(acc);
-      prob.store(acc, (tile % tiles_m) * T::kBM + wg_m * 64 + (warp & 3) * 16, (tile / tiles_m) * T::kBN + wg_n * kWN, g,
-                 tig);
+      const int m_base = (tile % tiles_m) * T::kBM + wg_m * 64 + (warp & 3) * 16;
+      const int n_base = (tile / tiles_m) * T::kBN + wg_n * kWN;
+      if constexpr (Problem::kTmaStore) {
+        // The last step's slot stages the output once every warpgroup's wgmmas are done with it.
+        __syncthreads();
+        const u32 slot = static_cast<u32>(((i - 1) % T::kStages) * kStageBytes);
+        prob.store_staged(acc, m_base, n_base, g, tig, smem_base + slot + wg * Problem::kStagingBytes);
+      } else {
+        prob.store(acc, m_base, n_base, g, tig);
+      }
     }
+    if constexpr (Problem::kTmaStore) prob.finish_stores();
   }
 };
 

@@ -16,14 +16,23 @@ namespace apnn {
 enum class Op { Apmm, Apconv };
 
 // Block tile of the output (bm x bn), K step in bits (bk), pipeline depth and warp grid.
+// cluster 2: the tile runs on the TMA-fed wgmma core (sm_90a APMM, bk 1024), where a pair of
+// blocks computing neighbouring tiles shares one operand tile through multicast.
 struct Tile {
   int bm = 64, bn = 64, bk = 512;
   int stages = 3;
   int warps_m = 2, warps_n = 4;
+  int cluster = 1;
   bool operator==(const Tile& o) const {
-    return bm == o.bm && bn == o.bn && bk == o.bk && stages == o.stages && warps_m == o.warps_m && warps_n == o.warps_n;
+    return bm == o.bm && bn == o.bn && bk == o.bk && stages == o.stages && warps_m == o.warps_m && warps_n == o.warps_n &&
+           cluster == o.cluster;
   }
 };
+
+// The tile's JSON object (the spec's "tile" field; "cluster" only when it is not 1), and the
+// unchecked reverse for records this library wrote itself (the tuning database).
+nlohmann::json tile_to_json(const Tile& t);
+Tile tile_from_json_unchecked(const nlohmann::json& t);
 
 // APConv geometry fixed at compile time (batch, channels and spatial sizes are run-time).
 struct ConvParams {

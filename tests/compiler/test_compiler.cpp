@@ -190,10 +190,18 @@ TEST_CASE("compiler: the sm_90a wgmma core compiles for its tiles of every bit w
   KernelSpec conv1 = spec_of(R"({"op":"apconv","w_bits":2,"w_enc":"pm1","x_bits":4,"x_enc":"pm1","kernel":[1,1],
                                  "stride":[2,2],"pad":[0,0],"tile":{"bm":128,"bn":32,"bk":256,"stages":4,"warps_m":8,"warps_n":2}})");
   jobs.push_back({"conv 1x1/2 128x32/256, both offsets", conv1, "sm_90a", {}, {}, 0});
+  // The TMA core (tile.cluster 2): the X tile shared (w1a1 128x256), the W tile shared (w2a2 128x64).
+  KernelSpec tma_x = spec_of(R"({"op":"apmm","w_bits":1,"w_enc":"unsigned","x_bits":1,"x_enc":"unsigned",
+                                 "tile":{"bm":128,"bn":256,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})");
+  jobs.push_back({"TMA core, cluster sharing X", tma_x, "sm_90a", {}, {}, 0});
+  KernelSpec tma_w = spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"pm1",
+                                 "tile":{"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})");
+  jobs.push_back({"TMA core, cluster sharing W", tma_w, "sm_90a", {}, {}, 0});
   parallel_for(jobs.size(), 2, [&](size_t i) {
     try {
       const apnn::GeneratedSource src = apnn::generate(jobs[i].spec, "sm_90a");
-      if (!contains(src.source, "apmm_sm90a<Traits>") && !contains(src.source, "conv_sm90a<Traits>"))
+      if (!contains(src.source, "apmm_sm90a<Traits>") && !contains(src.source, "conv_sm90a<Traits>") &&
+          !contains(src.source, "apmm_sm90a_tma<Traits>"))
         throw std::runtime_error("generated the mma.sync core");
       jobs[i].out = apnn::compile_cubin(src, "sm_90a");
     } catch (const std::exception& e) {

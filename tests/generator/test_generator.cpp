@@ -384,6 +384,57 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
   unsetenv("APNN_DISABLE_WGMMA");
 }
 
+TEST_CASE("generator: tile.cluster 2 emits the TMA core's cluster kernel on sm_90a, and nothing elsewhere") {
+  KernelSpec tma = with_tile(make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned), 128, 128, 1024, 4, 8, 1);
+  tma.tile->cluster = 2;
+  const GeneratedSource g = apnn::generate(tma, "sm_90a");
+  CHECK(g.wgmma_core);
+  CHECK(contains(g.source, "#include \"apmm_sm90a_tma.cuh\""));
+  CHECK(contains(g.source, "__cluster_dims__(2, 1, 1)"));
+  CHECK(contains(g.source, "const __grid_constant__ apnn::TmaMap wmap"));
+  CHECK(contains(g.source, "apnn::apmm_sm90a_tma<Traits>("));
+  CHECK(contains(g.source, "kClusterSharesX = true"));  // 2 planes x 128 X rows >= 128 W rows
+  CHECK(g.kernels == apnn::generate(make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned)).kernels);  // packers too
+  KernelSpec w2a2 = with_tile(make_spec(2, Encoding::Signed, 2, Encoding::Unsigned), 128, 64, 1024, 4, 8, 1);
+  w2a2.tile->cluster = 2;
+  CHECK(contains(apnn::generate(w2a2, "sm_90a").source, "kClusterSharesX = false"));
+  // Cluster 1 on the same tile is the cp.async wgmma core; its source differs.
+  KernelSpec plain = tma;
+  plain.tile->cluster = 1;
+  CHECK(contains(apnn::generate(plain, "sm_90a").source, "apnn::apmm_sm90a<Traits>("));
+  // No sm_90a wgmma core, no TMA core: an error naming the field, never a silent fallback.
+  for (const char* arch : {"", "sm_80", "sm_89", "sm_90"}) {
+    INFO(arch);
+    try {
+      apnn::generate(tma, arch);
+      FAIL("generated a cluster-2 tile without the wgmma core");
+    } catch (const apnn::Error& e) {
+      CHECK(e.kind() == apnn::ErrorKind::InvalidSpec);
+      CHECK(contains(e.what(), "tile.cluster 2"));
+    }
+  }
+  setenv("APNN_DISABLE_WGMMA", "1", 1);
+  CHECK_THROWS_AS(apnn::generate(tma, "sm_90a"), apnn::Error);
+  unsetenv("APNN_DISABLE_WGMMA");
+  // Its launch asks for the pipeline, the alignment slack and the barriers.
+  CHECK(apnn::rules::launch_shared_bytes(tma, "sm_90a") == apnn::rules::tma_shared_bytes(*tma.tile, tma.w, tma.x));
+}
+
+TEST_CASE("rules: the wgmma APMM core stages its output for bulk stores only at 256 columns per warpgroup") {
+  const apnn::OperandFormat w1{1, Encoding::Unsigned}, a1{1, Encoding::Unsigned}, a2{2, Encoding::Unsigned};
+  Tile t;
+  REQUIRE(apnn::rules::wgmma_tile(&t, w1, a1));  // 128x256: 2 warpgroups of 256 columns
+  CHECK(apnn::rules::wgmma_stages_output(t, w1, a1));
+  Tile c2 = t;
+  c2.cluster = 2;  // the TMA core stores directly
+  CHECK_FALSE(apnn::rules::wgmma_stages_output(c2, w1, a1));
+  REQUIRE(apnn::rules::wgmma_tile(&t, w1, a2));  // 128x128
+  CHECK_FALSE(apnn::rules::wgmma_stages_output(t, w1, a2));
+  // The staging (16 KB per warpgroup) must fit in one pipeline slot: 64x256 at bk 256 is 10 KB.
+  CHECK_FALSE(apnn::rules::wgmma_stages_output(Tile{64, 256, 256, 4, 4, 1}, w1, a1));
+  CHECK(apnn::rules::wgmma_stages_output(Tile{64, 256, 1024, 4, 4, 1}, w1, a1));
+}
+
 TEST_CASE("rules: every precision has a wgmma tile, within the register and shared-memory budgets") {
   for (int p = 1; p <= 8; ++p)
     for (int q = 1; q <= 8; ++q)

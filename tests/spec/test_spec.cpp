@@ -633,3 +633,55 @@ TEST_CASE("spec: apconv canonical JSON carries the geometry and round-trips") {
   CHECK_FALSE(mm.contains("stride"));
   CHECK_FALSE(mm.contains("pad"));
 }
+
+TEST_CASE("spec: tile.cluster is 1 or 2; cluster 2 needs an apmm wgmma tile of bk 1024 without a chain") {
+  const json tma = {{"bm", 128}, {"bn", 128}, {"bk", 1024}, {"stages", 4}, {"warps_m", 8}, {"warps_n", 1}, {"cluster", 2}};
+  const KernelSpec s = apnn::parse_spec(with_tile(base_spec(), tma), kOrigin);
+  REQUIRE(s.tile);
+  CHECK(s.tile->cluster == 2);
+  // Canonical JSON carries the field only when it is not 1, and round-trips.
+  CHECK(contains(apnn::canonical_json(s), "\"cluster\":2"));
+  CHECK(apnn::parse_spec_text(apnn::canonical_json(s), kOrigin).tile->cluster == 2);
+  json plain = tma;
+  plain.erase("cluster");
+  CHECK_FALSE(contains(apnn::canonical_json(apnn::parse_spec(with_tile(base_spec(), plain), kOrigin)), "cluster"));
+  CHECK(apnn::spec_id(s) != apnn::spec_id(apnn::parse_spec(with_tile(base_spec(), plain), kOrigin)));
+  for (const json& bad : {json(0), json(3), json("2"), json(2.5)}) {
+    json t = tma;
+    t["cluster"] = bad;
+    expect_rejected(with_tile(base_spec(), t), {"tile.cluster"});
+  }
+  auto with = [&](const char* key, int v) {
+    json t = tma;
+    t[key] = v;
+    return with_tile(base_spec(), t);
+  };
+  expect_rejected(with("bk", 512), {"tile.cluster 2", "bk 1024", "512"});
+  // A legal mma.sync tile whose warps are not warpgroups.
+  expect_rejected(with_tile(base_spec(), {{"bm", 64}, {"bn", 64}, {"bk", 1024}, {"warps_m", 2}, {"warps_n", 2}, {"cluster", 2}}),
+                  {"tile.cluster 2", "wgmma", "warps_m"});
+  json conv = with_tile(base_spec(), tma);
+  conv["op"] = "apconv";
+  conv["kernel"] = {3, 3};
+  expect_rejected(conv, {"tile.cluster 2", "apmm"});
+  json chain = with_tile(base_spec(), tma);
+  chain["epilogue"] = json::array({{{"op", "relu"}}});
+  expect_rejected(chain, {"tile.cluster 2", "epilogue"});
+  // The cluster shares the operand tile with more rows; each block loads half of it, which
+  // must be whole 8-row atoms.
+  const OperandFormat w1{1, Encoding::Unsigned}, a1{1, Encoding::Unsigned}, w2{2, Encoding::Signed}, a2{2, Encoding::Unsigned};
+  CHECK(apnn::rules::cluster_shares_x(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1));        // 256 X rows vs 128 W rows
+  CHECK(apnn::rules::cluster_shares_x(Tile{128, 128, 1024, 4, 8, 1, 2}, w1, a2));        // 2 planes x 128 vs 128
+  CHECK_FALSE(apnn::rules::cluster_shares_x(Tile{128, 64, 1024, 4, 8, 1, 2}, w2, a2));   // 128 vs 2 x 128: W shared
+  KernelSpec deep;
+  deep.w = {1, Encoding::Unsigned};
+  deep.x = {8, Encoding::Unsigned};
+  const std::string why = apnn::rules::tma_tile_error(Tile{64, 8, 1024, 2, 4, 1, 2}, deep);  // 8 x 8 X rows: halves of 4
+  CHECK(contains(why, "bn"));
+  CHECK(contains(why, "multiple of 16"));
+  CHECK(apnn::rules::tma_tile_error(Tile{64, 16, 1024, 2, 4, 1, 2}, deep).empty());
+  CHECK(apnn::rules::tma_tile_error(Tile{64, 8, 1024, 2, 4, 1, 1}, deep).empty());  // cluster 1: no TMA rules
+  // Shared memory counts the barriers.
+  CHECK(apnn::rules::tma_shared_bytes(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1) ==
+        apnn::rules::wgmma_shared_bytes(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1) + apnn::rules::kTmaBarrierBytes);
+}
