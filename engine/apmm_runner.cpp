@@ -179,7 +179,10 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
     const bool shares_x = rules::cluster_shares_x(t, s.w, s.x);
     CUtensorMap wmap = shares_x ? operand_map(w, s.w.bits, t.bm, s.w.bits) : operand_map(w, s.w.bits, t.bm / 2, 1);
     CUtensorMap xmap = shares_x ? operand_map(x, s.x.bits, t.bn / 2, 1) : operand_map(x, s.x.bits, t.bn, s.x.bits);
-    void* args[] = {&wmap, &xmap, &ws, &xs, &epi, &m, &n, &k, &ld};
+    int tma_store = n % 4 == 0 && rules::wgmma_stages_output(t, s.w, s.x);
+    CUtensorMap ymap{};
+    if (tma_store) ymap = output_map(out.values, m, n);
+    void* args[] = {&wmap, &xmap, &ws, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
     kernel_->module->launch(kApmmKernel, gemm_dims(w.rows, x.rows), args);
     return;
   }

@@ -88,8 +88,18 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   if (sm90a && s.op == Op::Apmm && s.epilogue.empty() && p.K_bits >= 1024) {
     Tile wt;
     if (rules::wgmma_tile(&wt, s.w, s.x) && rules::wgmma_shared_bytes(wt, s.w, s.x) <= t.max_smem &&
-        2 * ((p.M + wt.bm - 1) / wt.bm) * ((p.N + wt.bn - 1) / wt.bn) >= t.sm_count)
+        2 * ((p.M + wt.bm - 1) / wt.bm) * ((p.N + wt.bn - 1) / wt.bn) >= t.sm_count) {
+      // The TMA core with a cluster of 2 sharing the larger operand tile, when the tiles pair
+      // up: faster than the cp.async core at 1024x4096x4096 and 8192x4096x4096 by 1.05x (w1a1),
+      // 1.09-1.15x (w1a2) and 1.26-1.40x (w2a2) (session 4 device calls 10-11;
+      // bench/NOTES-wgmma.md).
+      Tile c2 = wt;
+      c2.cluster = 2;
+      const int64_t tiles_along_pair =
+          rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
+      if (tiles_along_pair >= 2 && rules::tma_tile_error(c2, s).empty() && fits(s, c2, t)) return c2;
       return wt;
+    }
   }
   const Tile h = rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);
   if (!sm90a || !on_wgmma(s, h, t)) return h;

@@ -89,9 +89,9 @@ constexpr const char* kApmmTmaEntries = R"(
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
 {apmm}(const __grid_constant__ apnn::TmaMap wmap, const __grid_constant__ apnn::TmaMap xmap,
        const apnn::i32* __restrict__ wsum, const apnn::i32* __restrict__ xsum, apnn::EpilogueArgs epi, int m, int n,
-       int k, int ld) {{
+       int k, int ld, const __grid_constant__ apnn::TmaMap ymap, int tma_store) {{
   extern __shared__ __align__(16) apnn::u32 smem[];
-  apnn::apmm_sm90a_tma<Traits>(smem, &wmap, &xmap, wsum, xsum, epi, m, n, k, ld);
+  apnn::apmm_sm90a_tma<Traits>(smem, &wmap, &xmap, wsum, xsum, epi, m, n, k, ld, tma_store ? &ymap : nullptr);
 }}
 )";
 

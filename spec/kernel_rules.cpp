@@ -195,7 +195,7 @@ int core_shared_bytes(const KernelSpec& spec, bool wgmma_core) {
 
 bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
   const int warpgroups = t.warps_m * t.warps_n / 4;
-  return t.cluster == 1 && t.bn / t.warps_n == 256 && shared_bytes(t, w, x) / t.stages >= warpgroups * 2 * 64 * 128;
+  return t.bn / t.warps_n == 256 && shared_bytes(t, w, x) / t.stages >= warpgroups * 2 * 64 * 128;
 }
 
 bool cluster_shares_x(const Tile& t, const OperandFormat& w, const OperandFormat& x) {

@@ -67,7 +67,7 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch);
 // generated for (CompileResult::wgmma_core), or on the core use_wgmma predicts for `arch`.
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core);
 int launch_shared_bytes(const KernelSpec& spec, const std::string& arch);
-// Whether the wgmma APMM core stages its int32 output for bulk tensor stores
+// Whether the wgmma APMM cores (cp.async and TMA) stage their int32 output for bulk tensor stores
 // (templates/apmm_sm90a.cuh, kTmaStore: 256 columns per warpgroup, and a pipeline slot that
 // holds 16 KB per warpgroup); the runner then encodes the output's tensor map. A mismatch
 // costs only speed: without the map the kernel stores directly.

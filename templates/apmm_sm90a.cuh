@@ -22,7 +22,8 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // one of two 8 KB buffers (rows of 128 bytes, the 128-byte swizzle) and one thread hands
   // the buffer to the copy engine, so the warps go on to the next tile while the output
   // drains. The buffers live in the pipeline slot of the tile's last K step, which the next
-  // tile refills only after the next block-wide barrier. Measured (bench/NOTES-wgmma.md,
+  // tile refills only after the next block-wide barrier (the TMA core releases that slot
+  // after the copy engine read it). Measured on the cp.async core (bench/NOTES-wgmma.md,
   // session 4): 9-10% faster for 256-column warpgroups (w1a1), 3-5% slower at 64 and 128
   // columns, so only the former stage.
   static constexpr int kStagingBytes = 2 * 64 * 128;  // per warpgroup

@@ -34,6 +34,7 @@ struct GemmSm90aTma {
   static constexpr int kRowBytes = Base::kRowBytes;
   static constexpr int kStageBytes = Base::kStageBytes;
   static constexpr bool kShareX = T::kClusterSharesX;
+  static constexpr int kConsumersBarrier = 8;  // named barrier of all consumer warps (1..4: store_staged's)
   // The pipeline, then 2*kStages mbarriers (host: rules::kTmaBarrierBytes covers 16 stages).
   static constexpr int kSmemBytes = Base::kSmemBytes + 2 * T::kStages * 8;
   static_assert(T::kBK == 1024, "TMA core: one 128-byte row per operand row and K step");
@@ -163,9 +164,21 @@ struct GemmSm90aTma {
       }
       ptx::wgmma_wait<0>();
       Base::fence_acc(acc);
-      release((i - 1) % T::kStages);
-      prob.store(acc, pairs.m0(u, rank) + wg_m * 64 + (warp & 3) * 16, pairs.n0(u, rank) + wg_n * Base::kWN, g, tig);
+      const int slot = (i - 1) % T::kStages;
+      const int m_base = pairs.m0(u, rank) + wg_m * 64 + (warp & 3) * 16, n_base = pairs.n0(u, rank) + wg_n * Base::kWN;
+      if constexpr (Problem::kTmaStore) {
+        // Stage the output in the last step's slot (as gemm_sm90a.cuh), released to the
+        // producers only once the copy engine has read it.
+        ptx::named_barrier(kConsumersBarrier, 32 * kConsumerWarps);  // all wgmmas are done with the slot
+        prob.store_staged(acc, m_base, n_base, g, tig, smem_base + slot * kStageBytes + wg * Problem::kStagingBytes);
+        ptx::named_barrier(1 + wg, 128);  // the warpgroup's leader has seen its buffers read out
+        release(slot);
+      } else {
+        release(slot);
+        prob.store(acc, m_base, n_base, g, tig);
+      }
     }
+    if constexpr (Problem::kTmaStore) prob.finish_stores();
   }
 };
 

@@ -40,6 +40,13 @@ KernelSpec w1a2() {
   return s;
 }
 
+KernelSpec w2a2() {
+  KernelSpec s;
+  s.w = {2, Encoding::Signed};
+  s.x = {2, Encoding::Unsigned};
+  return s;
+}
+
 const nlohmann::json kShape = {{"m", 1000}, {"n", 4096}, {"k", 4096}};
 
 }  // namespace
@@ -146,8 +153,20 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   Tile wt;
   REQUIRE(rules::wgmma_tile(&wt, w1a2().w, w1a2().x));
   const Problem big = apmm_problem({1000, 4096, 4096});
-  CHECK(*resolve_tile(w1a2(), big, target).tile == wt);
+  // ... on the TMA core with a cluster of 2 (the X tile shared: 8 M tiles pair up).
+  Tile wt2 = wt;
+  wt2.cluster = 2;
+  CHECK(*resolve_tile(w1a2(), big, target).tile == wt2);
   CHECK(rules::use_wgmma(resolve_tile(w1a2(), big, target), "sm_90a"));
+  // A single M tile cannot pair along M: the cp.async wgmma core (N=16384: 128 tiles of 128
+  // columns, over half a wave).
+  const Problem one_m = apmm_problem({128, 16384, 4096});
+  CHECK(*resolve_tile(w1a2(), one_m, target).tile == wt);
+  // w2a2 shares the W tile (2 planes x 128 rows against 2 x 64): pairs along N.
+  Tile w22;
+  REQUIRE(rules::wgmma_tile(&w22, w2a2().w, w2a2().x));
+  CHECK_FALSE(rules::cluster_shares_x(w22, w2a2().w, w2a2().x));
+  CHECK(resolve_tile(w2a2(), apmm_problem({8192, 4096, 4096}), target).tile->cluster == 2);
   // Too few blocks: the paper's heuristic (many small mma.sync tiles).
   const Problem small = apmm_problem({64, 1024, 1024});
   CHECK(*resolve_tile(w1a2(), small, target).tile ==
