@@ -44,13 +44,9 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     return v;
   }
 
-  // ApmmProblem::store's arithmetic, with the correction terms loaded a chunk of columns
-  // ahead of their stores (the compiler cannot tell y from wsum/xsum, so a load after a
-  // store would wait for it: a memory latency per column pair of the warp's slice).
-  __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base, int g,
-                                        int tig) const {
-    constexpr int kChunk = kNI < 4 ? kNI : 4;
-    u32 row_term[2];
+  // The offset-encoding corrections of ApmmProblem::value, split by what they depend on: the
+  // thread's two rows (m_base + g, + 8) ...
+  __device__ __forceinline__ void row_terms(int m_base, int g, u32 (&row_term)[2]) const {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int m = m_base + g + half * 8;
@@ -59,16 +55,31 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       if (T::kOffsetW != 0 && T::kOffsetX != 0)
         row_term[half] += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(this->K);
     }
+  }
+  // ... and its column pairs in kCount fragments of 8 columns from column n0.
+  template <int kCount>
+  __device__ __forceinline__ void column_terms(int n0, int tig, u32 (&col)[kCount][2]) const {
+#pragma unroll
+    for (int c = 0; c < kCount; ++c)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int n = n0 + c * 8 + 2 * tig + e;
+        col[c][e] = T::kOffsetW != 0 && n < this->N ? static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n) : 0u;
+      }
+  }
+
+  // ApmmProblem::store's arithmetic, with the correction terms loaded a chunk of columns
+  // ahead of their stores (the compiler cannot tell y from wsum/xsum, so a load after a
+  // store would wait for it: a memory latency per column pair of the warp's slice).
+  __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base, int g,
+                                        int tig) const {
+    constexpr int kChunk = kNI < 4 ? kNI : 4;
+    u32 row_term[2];
+    row_terms(m_base, g, row_term);
 #pragma unroll
     for (int ni0 = 0; ni0 < kNI; ni0 += kChunk) {
       u32 col[kChunk][2];
-#pragma unroll
-      for (int c = 0; c < kChunk; ++c)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int n = n_base + (ni0 + c) * 8 + 2 * tig + e;
-          col[c][e] = T::kOffsetW != 0 && n < this->N ? static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n) : 0u;
-        }
+      column_terms(n_base + ni0 * 8, tig, col);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int m = m_base + g + half * 8;
@@ -103,14 +114,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     const int wg = threadIdx.x >> 7;
     const bool leader = (threadIdx.x & 127) == 0;
     u32 row_term[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int m = m_base + g + half * 8;
-      row_term[half] = 0;
-      if (T::kOffsetX != 0 && m < this->M) row_term[half] += static_cast<u32>(T::kOffsetX) * load_nc(this->wsum + m);
-      if (T::kOffsetW != 0 && T::kOffsetX != 0)
-        row_term[half] += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(this->K);
-    }
+    row_terms(m_base, g, row_term);
 #pragma unroll
     for (int c = 0; c < kNI / 4; ++c) {  // 32 columns: 4 fragments of 8
       const u32 buf = staging + (c & 1) * (64 * 128);
@@ -119,13 +123,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
         ptx::named_barrier(1 + wg, 128);
       }
       u32 col[4][2];
-#pragma unroll
-      for (int f = 0; f < 4; ++f)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int n = n_base + (c * 4 + f) * 8 + 2 * tig + e;
-          col[f][e] = T::kOffsetW != 0 && n < this->N ? static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n) : 0u;
-        }
+      column_terms(n_base + c * 32, tig, col);
 #pragma unroll
       for (int f = 0; f < 4; ++f)
 #pragma unroll

@@ -113,6 +113,22 @@ struct GemmSm90a {
         for (int e = 0; e < 4; ++e) acc[grp][0][ni][e] = 0;
   }
 
+  // One stage's wgmmas: every 256-bit K step of every plane pair (s, t), the stage's W and X
+  // tiles at the descriptors' start addresses; `accumulate` false on a tile's first stage.
+  static __device__ __forceinline__ void mma_step(i32 (&acc)[T::kGroups][kMI][kNI][4], u64 desc_a, u64 desc_b,
+                                                  bool accumulate) {
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks)
+#pragma unroll
+      for (int s = 0; s < T::kWBits; ++s)
+#pragma unroll
+        for (int t = 0; t < T::kXBits; ++t) {
+          const u64 da = desc_a + static_cast<u64>((s * T::kBM * kRowBytes + ks * 32) >> 4);
+          const u64 db = desc_b + static_cast<u64>((t * T::kBN * kRowBytes + ks * 32) >> 4);
+          ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], da, db, ks > 0 || !first_of_group(s, t) || accumulate);
+        }
+  }
+
   // Output tiles, M fastest: ceil(M/kBM) * ceil(N/kBN).
   static __host__ __device__ __forceinline__ int tiles(int M, int N) {
     return ((M + T::kBM - 1) / T::kBM) * ((N + T::kBN - 1) / T::kBN);
@@ -174,16 +190,7 @@ struct GemmSm90a {
         const u64 slot = static_cast<u64>((i % T::kStages) * (kStageBytes >> 4));
         fence_acc(acc);
         ptx::wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < kKSteps; ++ks)
-#pragma unroll
-          for (int s = 0; s < T::kWBits; ++s)
-#pragma unroll
-            for (int t = 0; t < T::kXBits; ++t) {
-              const u64 da = desc_a + slot + static_cast<u64>((s * T::kBM * kRowBytes + ks * 32) >> 4);
-              const u64 db = desc_b + slot + static_cast<u64>((t * T::kBN * kRowBytes + ks * 32) >> 4);
-              ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], da, db, ks > 0 || !first_of_group(s, t) || kt > 0);
-            }
+        mma_step(acc, desc_a + slot, desc_b + slot, kt > 0);
         ptx::wgmma_commit();
         fence_acc(acc);
         ptx::wgmma_wait<1>();  // this warpgroup's step i-1 is done

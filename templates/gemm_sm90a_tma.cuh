@@ -146,17 +146,7 @@ struct GemmSm90aTma {
         const u64 off = static_cast<u64>(slot * (kStageBytes >> 4));
         Base::fence_acc(acc);
         ptx::wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < Base::kKSteps; ++ks)
-#pragma unroll
-          for (int s = 0; s < T::kWBits; ++s)
-#pragma unroll
-            for (int t = 0; t < T::kXBits; ++t) {
-              const u64 da = desc_a + off + static_cast<u64>((s * T::kBM * kRowBytes + ks * 32) >> 4);
-              const u64 db = desc_b + off + static_cast<u64>((t * T::kBN * kRowBytes + ks * 32) >> 4);
-              ptx::WgmmaB1<Base::kWN>::mma(acc[T::group_of(s, t)][0], da, db,
-                                           ks > 0 || !Base::first_of_group(s, t) || kt > 0);
-            }
+        Base::mma_step(acc, desc_a + off, desc_b + off, kt > 0);
         ptx::wgmma_commit();
         Base::fence_acc(acc);
         ptx::wgmma_wait<1>();  // the previous step's wgmmas are done: its slot may be refilled

@@ -30,6 +30,23 @@ std::string name_of(const KernelSpec& s) {
 
 const Encoding kEncodings[] = {Encoding::Unsigned, Encoding::Pm1, Encoding::Signed};
 
+// Every spec on every shape, each on fresh inputs (seeds from seed0 on), exact.
+template <size_t kShapes>
+void verify_every_shape(Engine& engine, const std::vector<KernelSpec>& specs, const ApmmShape (&shapes)[kShapes],
+                        uint64_t seed0, const char* label) {
+  uint64_t cases = 0, mismatches = 0, seed = seed0;
+  for (const KernelSpec& s : specs)
+    for (const ApmmShape& sh : shapes) {
+      const VerifyReport r = verify_apmm(engine, s, sh, ++seed, 0);
+      INFO(r.canonical, " ", sh.M, "x", sh.N, "x", sh.K, ": ", r.first_mismatch);
+      CHECK(r.mismatches == 0);
+      ++cases;
+      mismatches += r.mismatches;
+    }
+  std::printf("%s: %lu cases, %lu mismatching elements\n", label, static_cast<unsigned long>(cases),
+              static_cast<unsigned long>(mismatches));
+}
+
 }  // namespace
 
 TEST_CASE("every bit pair x encoding pair is bit-exact on odd and paper shapes") {
@@ -147,19 +164,8 @@ TEST_CASE("sm_90a wgmma core: bit-exact for every encoding pair on shapes that a
   // with one K step each (K=130) and with several.
   const ApmmShape shapes[] = {{1, 1, 1},       {7, 13, 300},    {333, 517, 1000}, {128, 256, 4096},
                               {129, 65, 1025}, {4100, 1100, 130}, {300, 2000, 1100}};
-  uint64_t cases = 0, mismatches = 0, seed = 9000;
-  for (const KernelSpec& s : specs) {
-    REQUIRE(rules::use_wgmma(canonicalize(s), "sm_90a"));
-    for (const ApmmShape& sh : shapes) {
-      const VerifyReport r = verify_apmm(engine, s, sh, ++seed, 0);
-      INFO(r.canonical, " ", sh.M, "x", sh.N, "x", sh.K, ": ", r.first_mismatch);
-      CHECK(r.mismatches == 0);
-      ++cases;
-      mismatches += r.mismatches;
-    }
-  }
-  std::printf("apmm wgmma core: %lu cases, %lu mismatching elements\n", static_cast<unsigned long>(cases),
-              static_cast<unsigned long>(mismatches));
+  for (const KernelSpec& s : specs) REQUIRE(rules::use_wgmma(canonicalize(s), "sm_90a"));
+  verify_every_shape(engine, specs, shapes, 9000, "apmm wgmma core");
 }
 
 TEST_CASE("sm_90a TMA core (tile.cluster 2): bit-exact on shapes that are not tile multiples") {
@@ -205,16 +211,5 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2): bit-exact on shapes that are not ti
   // tile pairs than the persistent grid has clusters.
   const ApmmShape shapes[] = {{1, 1, 1},         {7, 13, 300},      {100, 517, 1000}, {333, 517, 1000},
                               {129, 65, 1025},   {4100, 1100, 130}, {300, 2000, 2100}, {1000, 3000, 3000}};
-  uint64_t cases = 0, mismatches = 0, seed = 12000;
-  for (const KernelSpec& s : specs) {
-    for (const ApmmShape& sh : shapes) {
-      const VerifyReport r = verify_apmm(engine, s, sh, ++seed, 0);
-      INFO(r.canonical, " ", sh.M, "x", sh.N, "x", sh.K, ": ", r.first_mismatch);
-      CHECK(r.mismatches == 0);
-      ++cases;
-      mismatches += r.mismatches;
-    }
-  }
-  std::printf("apmm TMA core: %lu cases, %lu mismatching elements\n", static_cast<unsigned long>(cases),
-              static_cast<unsigned long>(mismatches));
+  verify_every_shape(engine, specs, shapes, 12000, "apmm TMA core");
 }
