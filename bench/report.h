@@ -31,7 +31,7 @@ struct Row {
   uint64_t checked = 0, mismatches = 0;  // ours: output elements compared with the CPU reference
   nlohmann::json spec;     // ours: the canonical kernel spec
   std::string tile_source; // ours: "tuned" (apnn tune's recorded winner) or "untuned"
-  std::string core;        // ours: "wgmma" or "mma.sync" (rules::use_wgmma)
+  std::string core;        // ours: "wgmma", "wgmma-tma" (tile.cluster 2) or "mma.sync" (rules::use_wgmma)
 };
 
 Row make_row(const std::string& op, const std::string& shape, const nlohmann::json& dims, double ops,

@@ -112,7 +112,7 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
   TuneResult result;
   result.key = make_tune_key(spec, target.arch, target.device, problem.shape).str();
   std::vector<TuneCandidate> cands;
-  for (const Tile& t : legal_tiles(spec, target.max_smem)) cands.push_back(TuneCandidate{t});
+  for (const Tile& t : legal_tiles(spec, target.arch, target.max_smem)) cands.push_back(TuneCandidate{t});
   result.heuristic_tile = untuned_tile(spec, problem, target);
   const bool untuned_listed = std::any_of(cands.begin(), cands.end(), [&](const TuneCandidate& c) { return c.tile == result.heuristic_tile; });
   if (!untuned_listed) cands.push_back(TuneCandidate{result.heuristic_tile});
@@ -179,17 +179,24 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
 
 }  // namespace
 
-std::vector<Tile> legal_tiles(const KernelSpec& spec, int max_smem) {
+std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, int max_smem) {
   std::vector<Tile> out;
+  KernelSpec with = spec;
+  auto keep = [&](const Tile& t) {
+    if (!rules::check_kernel_tile(t, spec).empty()) return false;
+    with.tile = t;
+    return rules::launch_shared_bytes(with, arch) <= max_smem;
+  };
   for (int bm : {16, 32, 64, 128, 256})
     for (int bn : {8, 16, 32, 64, 128, 256})
       for (int bk : {256, 512, 1024})
         for (int stages : {2, 3, 4})
           for (int wm : {1, 2, 4, 8})
             for (int wn : {1, 2, 4, 8}) {
-              const Tile t{bm, bn, bk, stages, wm, wn};
-              if (rules::check_kernel_tile(t, spec).empty() && rules::kernel_shared_bytes(t, spec) <= max_smem)
-                out.push_back(t);
+              Tile t{bm, bn, bk, stages, wm, wn};
+              if (keep(t)) out.push_back(t);
+              t.cluster = 2;  // the TMA core exists on sm_90a only
+              if (arch == "sm_90a" && keep(t)) out.push_back(t);
             }
   return out;
 }

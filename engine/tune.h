@@ -30,8 +30,9 @@ struct TuneResult {
   nlohmann::json to_json(size_t top) const;
 };
 
-// Every tile that check_tile accepts and the device's shared memory holds.
-std::vector<Tile> legal_tiles(const KernelSpec& spec, int max_smem);
+// Every tile that check_kernel_tile accepts and whose launch on `arch`'s core fits in the
+// device's shared memory; on sm_90a also the TMA core's (tile.cluster 2).
+std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, int max_smem);
 
 // progress(done, total, phase) is called from the calling thread only.
 using TuneProgress = std::function<void(size_t, size_t, const char*)>;

@@ -305,6 +305,15 @@ TEST_CASE("cli: bad specs and options give exit 2 and one stderr line naming the
                {"enc.json", "w_enc", "bipolar"});
   expect_error(sb, {"compile", spec_with("bk.json", mod("tile", {{"bm", 64}, {"bn", 64}, {"bk", 128}})), "--arch", "sm_80"}, 2,
                {"bk.json", "tile.bk", "256, 512, 1024"});
+  // tile.cluster: out of range; 2 on a target without the sm_90a wgmma core (only sm_90a has it).
+  const json tma_tile = {{"bm", 128}, {"bn", 128}, {"bk", 1024}, {"stages", 4}, {"warps_m", 8}, {"warps_n", 1}, {"cluster", 2}};
+  json bad_cluster = tma_tile;
+  bad_cluster["cluster"] = 4;
+  expect_error(sb, {"compile", spec_with("cluster4.json", mod("tile", bad_cluster)), "--arch", "sm_90a"}, 2,
+               {"cluster4.json", "tile.cluster", "1..2"});
+  const std::string tma = spec_with("tma.json", mod("tile", tma_tile));
+  for (const char* arch : {"sm_80", "sm_90"})
+    expect_error(sb, {"compile", tma, "--arch", arch}, 2, {"tile.cluster 2", "sm_90a", arch});
   const std::string missing = sb.path("does-not-exist.json").string();
   expect_error(sb, {"compile", missing, "--arch", "sm_80"}, 2, {missing});
   const std::string good = spec_with("good.json", kSpec);

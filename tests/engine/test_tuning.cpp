@@ -11,6 +11,7 @@
 
 #include "apnn/tuning.h"
 #include "engine/tile_choice.h"
+#include "engine/tune.h"
 #include "spec/kernel_rules.h"
 #include "test_util.h"
 
@@ -219,4 +220,25 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   // Other archs: the heuristic as it is.
   CHECK(untuned_tile(conv, paper, nominal_target("sm_90")) ==
         rules::heuristic_tile(conv, paper.M, paper.N, paper.K_bits, 132, 227 * 1024));
+}
+
+TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's tiles only on sm_90a") {
+  const int limit = 227 * 1024;
+  const std::vector<Tile> h100 = legal_tiles(w1a2(), "sm_90a", limit);
+  const std::vector<Tile> a100 = legal_tiles(w1a2(), "sm_80", limit);
+  Tile tma;
+  REQUIRE(rules::wgmma_tile(&tma, w1a2().w, w1a2().x));
+  tma.cluster = 2;
+  CHECK(std::count(h100.begin(), h100.end(), tma) == 1);
+  CHECK(std::none_of(a100.begin(), a100.end(), [](const Tile& t) { return t.cluster != 1; }));
+  // sm_90a: the cluster-1 tiles plus their TMA variants.
+  CHECK(h100.size() > a100.size());
+  for (const auto* tiles : {&h100, &a100})
+    for (const Tile& t : *tiles) {
+      KernelSpec s = w1a2();
+      s.tile = t;
+      INFO(canonical_json(s));
+      CHECK(rules::check_kernel_tile(t, s).empty());
+      CHECK(rules::launch_shared_bytes(s, tiles == &h100 ? "sm_90a" : "sm_80") <= limit);
+    }
 }
