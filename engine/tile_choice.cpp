@@ -56,12 +56,14 @@ KernelSpec with_tile(const KernelSpec& s, const Tile& tile) {
   return w;
 }
 
-// Legal for the spec and within the target's shared memory, on the core it would run on.
-bool fits(const KernelSpec& s, const Tile& tile, const Target& t) {
-  return rules::check_kernel_tile(tile, s).empty() && rules::launch_shared_bytes(with_tile(s, tile), t.arch) <= t.max_smem;
-}
-
 bool on_wgmma(const KernelSpec& s, const Tile& tile, const Target& t) { return rules::use_wgmma(with_tile(s, tile), t.arch); }
+
+// Legal for the spec and within the target's shared memory, on the core it would run on; a
+// cluster-2 tile only where the wgmma core is on (sm_90a, APNN_DISABLE_WGMMA unset).
+bool fits(const KernelSpec& s, const Tile& tile, const Target& t) {
+  return rules::check_kernel_tile(tile, s).empty() && (tile.cluster == 1 || on_wgmma(s, tile, t)) &&
+         rules::launch_shared_bytes(with_tile(s, tile), t.arch) <= t.max_smem;
+}
 
 }  // namespace
 

@@ -130,8 +130,8 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
   progress(cands.size(), cands.size(), "time");
   for (const TuneCandidate& c : cands)
     if (!c.error.empty() && c.error.find("differs") != std::string::npos)
-      throw Error(ErrorKind::Driver, fmt::format("tile bm={} bn={} bk={}: {} (a kernel bug: nothing recorded)", c.tile.bm,
-                                                 c.tile.bn, c.tile.bk, c.error));
+      throw Error(ErrorKind::Driver,
+                  fmt::format("tile {}: {} (a kernel bug: nothing recorded)", tile_to_json(c.tile).dump(), c.error));
 
   // Finals: the fastest exact candidates of the sweep, and the untuned tile.
   std::stable_sort(cands.begin(), cands.end(), [](const TuneCandidate& a, const TuneCandidate& b) {
@@ -185,6 +185,7 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
   auto keep = [&](const Tile& t) {
     if (!rules::check_kernel_tile(t, spec).empty()) return false;
     with.tile = t;
+    if (t.cluster == 2 && !rules::use_wgmma(with, arch)) return false;  // the TMA core: sm_90a's wgmma core on
     return rules::launch_shared_bytes(with, arch) <= max_smem;
   };
   for (int bm : {16, 32, 64, 128, 256})
@@ -195,8 +196,8 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
             for (int wn : {1, 2, 4, 8}) {
               Tile t{bm, bn, bk, stages, wm, wn};
               if (keep(t)) out.push_back(t);
-              t.cluster = 2;  // the TMA core exists on sm_90a only
-              if (arch == "sm_90a" && keep(t)) out.push_back(t);
+              t.cluster = 2;
+              if (keep(t)) out.push_back(t);
             }
   return out;
 }

@@ -8,7 +8,9 @@
 
 namespace apnn::driver {
 
-// X(member, symbol): symbol names are the versioned ones cuda.h maps the API to.
+// X(member, symbol): symbol names are the versioned ones cuda.h maps the API to. The
+// cluster-occupancy and tensor-map entry points came with CUDA 12 drivers; NVRTC 13's cubins
+// need a newer driver than that anyway.
 #define APNN_DRIVER_FUNCTIONS(X)                          \
   X(Init, "cuInit")                                       \
   X(DriverGetVersion, "cuDriverGetVersion")               \

@@ -187,6 +187,19 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
          wgmma_shared_bytes(t, spec.w, spec.x) + conv_table_bytes(t, spec) <= kMaxSharedBytes;
 }
 
+bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x) {
+  for (int wn : {1, 2, 4, 8}) {
+    Tile c = *t;
+    c.warps_m = c.bm / 16;
+    c.warps_n = wn;
+    if (wgmma_tile_error(c, w, x).empty()) {
+      *t = c;
+      return true;
+    }
+  }
+  return false;
+}
+
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core) {
   const Tile& t = *spec.tile;
   if (t.cluster == 2) return tma_shared_bytes(t, spec.w, spec.x);

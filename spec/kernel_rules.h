@@ -63,6 +63,9 @@ int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandForma
 // APConv's column table in shared memory), and the variable APNN_DISABLE_WGMMA unset or "0"
 // (the mma.sync core then runs the same tile, for comparisons).
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
+// A warp grid for a tile given only bm/bn/bk/stages that suits the wgmma core: warpgroups
+// stacked along M (warps_m = bm/16), the fewest along N. Returns false if none does.
+bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x);
 // Dynamic shared memory a canonical spec's main kernel is launched with on the core it was
 // generated for (CompileResult::wgmma_core), or on the core use_wgmma predicts for `arch`.
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core);

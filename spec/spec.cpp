@@ -50,6 +50,8 @@ Tile parse_tile(const json& t, const OperandFormat& w, const OperandFormat& x, s
   if (has_wm) {
     tile.warps_m = get_int(t, "warps_m", "tile.warps_m", 1, 16, origin);
     tile.warps_n = get_int(t, "warps_n", "tile.warps_n", 1, 16, origin);
+  } else if (tile.cluster == 2 && rules::choose_wgmma_warps(&tile, w, x)) {
+    // The TMA core's warps are warpgroups: chosen by the wgmma rule, not choose_warps.
   } else {
     // No warp grid fits: report what no number of warps can fix (a field's value, shared
     // memory) before what more warps would (registers: the largest grid's message).

@@ -52,8 +52,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 cta) {
 }
 
 // Spins until the phase of parity `parity` has completed (a fresh barrier is in phase 0,
-// so waiting for parity 1 returns at once). CTA-scope acquire, as CUTLASS's waits: the
-// remote arrivals it waits for are cluster-scope releases.
+// so waiting for parity 1 returns at once). The default semantics, as CUTLASS's waits.
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
   asm volatile(
       "{\n.reg .pred done;\nwait_%=:\n"

@@ -313,7 +313,7 @@ TEST_CASE("cli: bad specs and options give exit 2 and one stderr line naming the
                {"cluster4.json", "tile.cluster", "1..2"});
   const std::string tma = spec_with("tma.json", mod("tile", tma_tile));
   for (const char* arch : {"sm_80", "sm_90"})
-    expect_error(sb, {"compile", tma, "--arch", arch}, 2, {"tile.cluster 2", "sm_90a", arch});
+    expect_error(sb, {"compile", tma, "--arch", arch}, 2, {"tile.cluster 2", "sm_90a", std::string("'") + arch + "'"});
   const std::string missing = sb.path("does-not-exist.json").string();
   expect_error(sb, {"compile", missing, "--arch", "sm_80"}, 2, {missing});
   const std::string good = spec_with("good.json", kSpec);

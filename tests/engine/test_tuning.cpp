@@ -168,6 +168,14 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   REQUIRE(rules::wgmma_tile(&w22, w2a2().w, w2a2().x));
   CHECK_FALSE(rules::cluster_shares_x(w22, w2a2().w, w2a2().x));
   CHECK(resolve_tile(w2a2(), apmm_problem({8192, 4096, 4096}), target).tile->cluster == 2);
+  // APNN_DISABLE_WGMMA (the mma.sync core on sm_90a, for comparisons): never the TMA core,
+  // which only the wgmma core's generator emits.
+  setenv("APNN_DISABLE_WGMMA", "1", 1);
+  CHECK(resolve_tile(w1a2(), big, target).tile->cluster == 1);
+  CHECK(resolve_tile(w2a2(), apmm_problem({8192, 4096, 4096}), target).tile->cluster == 1);
+  const std::vector<Tile> off = legal_tiles(w1a2(), "sm_90a", target.max_smem);
+  CHECK(std::none_of(off.begin(), off.end(), [](const Tile& t) { return t.cluster != 1; }));
+  unsetenv("APNN_DISABLE_WGMMA");
   // Too few blocks: the paper's heuristic (many small mma.sync tiles).
   const Problem small = apmm_problem({64, 1024, 1024});
   CHECK(*resolve_tile(w1a2(), small, target).tile ==

@@ -657,6 +657,11 @@ TEST_CASE("spec: tile.cluster is 1 or 2; cluster 2 needs an apmm wgmma tile of b
     return with_tile(base_spec(), t);
   };
   expect_rejected(with("bk", 512), {"tile.cluster 2", "bk 1024", "512"});
+  // Without warps, a cluster-2 tile gets the wgmma grid (warpgroups along M), not choose_warps'.
+  const KernelSpec no_warps = apnn::parse_spec(
+      with_tile(base_spec(1, "unsigned", 1, "unsigned"), {{"bm", 128}, {"bn", 256}, {"bk", 1024}, {"cluster", 2}}), kOrigin);
+  CHECK(no_warps.tile->warps_m == 8);
+  CHECK(no_warps.tile->warps_n == 1);
   // A legal mma.sync tile whose warps are not warpgroups.
   expect_rejected(with_tile(base_spec(), {{"bm", 64}, {"bn", 64}, {"bk", 1024}, {"warps_m", 2}, {"warps_n", 2}, {"cluster", 2}}),
                   {"tile.cluster 2", "wgmma", "warps_m"});
