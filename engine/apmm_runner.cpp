@@ -72,7 +72,7 @@ unsigned wgmma_grid(LoadedModule& module, const Tile& t, unsigned smem, int64_t 
   const DeviceInfo& dev = current_device();
   if (tiles <= dev.sm_count) return static_cast<unsigned>(tiles);
   const int regs = module.registers(kApmmKernel);
-  const int threads = 32 * t.warps_m * t.warps_n;
+  const int threads = rules::block_threads(t);
   const int by_regs = 65536 / (((std::max(regs, 1) + 7) / 8 * 8) * threads);
   const int by_smem = (228 * 1024) / static_cast<int>(smem + 1024);
   const int by_threads = 2048 / threads;
@@ -138,7 +138,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     if (pairs > (int64_t{1} << 30))
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} tile pairs of {}x{}, above 2^30", M, N,
                                                        pairs, t.bm, t.bn));
-    d.block_x = 32 * t.warps_m * t.warps_n + 32;
+    d.block_x = rules::block_threads(t);
     d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
     d.grid_x = 2;
     const int64_t resident = std::max(1, kernel_->module->max_active_clusters(kApmmKernel, d));
@@ -150,7 +150,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     if (tiles > (int64_t{1} << 31) - 1)
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} tiles of {}x{}, above 2^31-1", M, N, tiles,
                                                        t.bm, t.bn));
-    d.block_x = 32 * t.warps_m * t.warps_n;
+    d.block_x = rules::block_threads(t);
     d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
     d.grid_x = wgmma_grid(*kernel_->module, t, d.smem_bytes, tiles);
     return d;
@@ -160,7 +160,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
   if (d.grid_y > 65535)
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: N={} needs {} column tiles of {}, above the grid limit 65535", N,
                                                      d.grid_y, t.bn));
-  d.block_x = 32 * t.warps_m * t.warps_n;
+  d.block_x = rules::block_threads(t);
   d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, false));
   return d;
 }
@@ -173,31 +173,31 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   int m = static_cast<int>(w.rows), n = static_cast<int>(x.rows), k = static_cast<int>(w.K), ld = static_cast<int>(w.ld);
   if (kernel_->compiled.spec.epilogue.quantize()) out.sums.fill_u32_async(0);
   const KernelSpec& s = kernel_->compiled.spec;
-  if (const Tile& t = *s.tile; t.cluster == 2) {
-    // The tensor maps hold the operands' addresses: encoded for every launch (host work of
-    // about a microsecond, against the tens of microseconds this core is chosen for).
-    const bool shares_x = rules::cluster_shares_x(t, s.w, s.x);
-    CUtensorMap wmap = shares_x ? operand_map(w, s.w.bits, t.bm, s.w.bits) : operand_map(w, s.w.bits, t.bm / 2, 1);
-    CUtensorMap xmap = shares_x ? operand_map(x, s.x.bits, t.bn / 2, 1) : operand_map(x, s.x.bits, t.bn, s.x.bits);
-    int tma_store = n % 4 == 0 && rules::wgmma_stages_output(t, s.w, s.x);
-    CUtensorMap ymap{};
-    if (tma_store) ymap = output_map(out.values, m, n);
-    void* args[] = {&wmap, &xmap, &ws, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
-    kernel_->module->launch(kApmmKernel, gemm_dims(w.rows, x.rows), args);
+  const Tile& t = *s.tile;
+  const LaunchDims d = gemm_dims(w.rows, x.rows);
+  if (!kernel_->compiled.wgmma_core) {
+    void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld};
+    kernel_->module->launch(kApmmKernel, d, args);
     return;
   }
-  if (kernel_->compiled.wgmma_core) {
-    // Bulk tensor stores need a row stride of whole 16 bytes; other widths store directly.
-    const Tile& t = *kernel_->compiled.spec.tile;
-    int tma_store = n % 4 == 0 && rules::wgmma_stages_output(t, kernel_->compiled.spec.w, kernel_->compiled.spec.x);
-    CUtensorMap ymap{};
-    if (tma_store) ymap = output_map(out.values, m, n);
+  // Both wgmma cores take the output's tensor map for staged bulk stores; those need a row
+  // stride of whole 16 bytes, other widths store directly.
+  int tma_store = n % 4 == 0 && rules::wgmma_stages_output(t, s.w, s.x);
+  CUtensorMap ymap{};
+  if (tma_store) ymap = output_map(out.values, m, n);
+  if (t.cluster == 1) {
     void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
-    kernel_->module->launch(kApmmKernel, gemm_dims(w.rows, x.rows), args);
+    kernel_->module->launch(kApmmKernel, d, args);
     return;
   }
-  void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld};
-  kernel_->module->launch(kApmmKernel, gemm_dims(w.rows, x.rows), args);
+  // The TMA core reads the operands through tensor maps, which hold their addresses: encoded
+  // for every launch (host work of about a microsecond, against the tens of microseconds this
+  // core is chosen for).
+  const bool shares_x = rules::cluster_shares_x(t, s.w, s.x);
+  CUtensorMap wmap = shares_x ? operand_map(w, s.w.bits, t.bm, s.w.bits) : operand_map(w, s.w.bits, t.bm / 2, 1);
+  CUtensorMap xmap = shares_x ? operand_map(x, s.x.bits, t.bn / 2, 1) : operand_map(x, s.x.bits, t.bn, s.x.bits);
+  void* args[] = {&wmap, &xmap, &ws, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
+  kernel_->module->launch(kApmmKernel, d, args);
 }
 
 }  // namespace apnn

@@ -120,7 +120,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   EpilogueKernelArgs epi = ep.args(out);
   void* args[] = {&wp, &rowsum, &possum, &xp, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw};
   LaunchDims d;
-  d.block_x = 32 * t.warps_m * t.warps_n;
+  d.block_x = rules::block_threads(t);
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
   d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, wgmma));

@@ -99,7 +99,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
       c2.cluster = 2;
       const int64_t tiles_along_pair =
           rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
-      if (tiles_along_pair >= 2 && rules::tma_tile_error(c2, s).empty() && fits(s, c2, t)) return c2;
+      if (tiles_along_pair >= 2 && fits(s, c2, t)) return c2;
       return wt;
     }
   }

@@ -176,7 +176,6 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
   return result;
 }
 
-
 }  // namespace
 
 std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, int max_smem) {

@@ -39,7 +39,6 @@ json read_db(const fs::path& path) {
   return json::object();
 }
 
-
 }  // namespace
 
 std::string TuneKey::str() const { return fmt::format("{}|{}|{}|{}|{}", arch, device, spec, shape_bucket, generator); }

@@ -230,7 +230,7 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
     return fmt::format("tile.cluster 2 multicasts half of the {} tile, which must be whole 8-row atoms: {} must be a "
                        "multiple of 16, got {}",
                        shares_x ? "X" : "W", shares_x ? "bn" : "bm", shares_x ? t.bn : t.bm);
-  if (32 * t.warps_m * t.warps_n + 32 > kMaxThreads)
+  if (block_threads(t) > kMaxThreads)
     return fmt::format("tile.cluster 2 adds a producer warp: {} warps exceed {} threads per block",
                        t.warps_m * t.warps_n + 1, kMaxThreads);
   if (tma_shared_bytes(t, spec.w, spec.x) > kMaxSharedBytes)

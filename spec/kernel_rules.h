@@ -82,6 +82,8 @@ bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFor
 // else the W tile (neighbours along N). Each block has a producer warp beside its consumer
 // warps, and 2*stages mbarriers after its pipeline (kTmaBarrierBytes covers them).
 inline constexpr int kTmaBarrierBytes = 256;
+// Threads of a block running the tile: its warps, and the TMA core's producer warp.
+inline constexpr int block_threads(const Tile& t) { return 32 * (t.warps_m * t.warps_n + (t.cluster == 2 ? 1 : 0)); }
 bool cluster_shares_x(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // Empty for cluster 1; for cluster 2 why the TMA core cannot run the tile (op apmm, no
