@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -74,7 +75,11 @@ std::string nvrtc_version() {
 }
 
 std::vector<std::string> compile_options(const std::string& arch) {
-  return {"--gpu-architecture=" + arch, "-std=c++17", "-default-device", "--extra-device-vectorization"};
+  std::vector<std::string> o = {"--gpu-architecture=" + arch, "-std=c++17", "-default-device", "--extra-device-vectorization"};
+  // APNN_LINEINFO set and not "0": source line tables in the cubin, for Nsight Compute's
+  // source view (the options are part of the cache key, so such cubins are cached apart).
+  if (const char* v = std::getenv("APNN_LINEINFO"); v && *v && std::strcmp(v, "0") != 0) o.push_back("--generate-line-info");
+  return o;
 }
 
 CompiledCubin compile_cubin(const GeneratedSource& src, const std::string& arch) {

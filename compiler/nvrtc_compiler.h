@@ -20,6 +20,7 @@ bool is_supported_arch(const std::string& arch);
 void check_arch(const std::string& arch);
 
 std::string nvrtc_version();                                    // e.g. "13.0"
+// NVRTC options for arch (with --generate-line-info when APNN_LINEINFO is set and not "0").
 std::vector<std::string> compile_options(const std::string& arch);
 
 // Throws Error(Compile) carrying NVRTC's log and the path of a directory holding the

@@ -226,6 +226,18 @@ TEST_CASE("compiler: supported targets and options") {
   }
   CHECK(std::regex_match(apnn::nvrtc_version(), std::regex(R"(\d+\.\d+)")));
   CHECK(apnn::nvrtc_version() != "0.0");
+  // APNN_LINEINFO adds line tables for the profiler; "0" and unset do not.
+  auto has_lineinfo = [] {
+    const auto o = apnn::compile_options("sm_90a");
+    return std::find(o.begin(), o.end(), "--generate-line-info") != o.end();
+  };
+  unsetenv("APNN_LINEINFO");
+  CHECK_FALSE(has_lineinfo());
+  setenv("APNN_LINEINFO", "0", 1);
+  CHECK_FALSE(has_lineinfo());
+  setenv("APNN_LINEINFO", "1", 1);
+  CHECK(has_lineinfo());
+  unsetenv("APNN_LINEINFO");
 }
 
 TEST_CASE("compiler: an unsupported arch is InvalidInput naming it and the allowed ones") {
