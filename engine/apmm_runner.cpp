@@ -66,20 +66,6 @@ PackedOperand ApmmRunner::pack_x(const DeviceBuffer& values, int64_t rows, int64
 
 namespace {
 
-// The sm_90a wgmma core is persistent (templates/gemm_sm90a.cuh): at most one wave of
-// blocks, from the kernel's registers and shared memory and the device's SM count.
-unsigned wgmma_grid(LoadedModule& module, const Tile& t, unsigned smem, int64_t tiles) {
-  const DeviceInfo& dev = current_device();
-  if (tiles <= dev.sm_count) return static_cast<unsigned>(tiles);
-  const int regs = module.registers(kApmmKernel);
-  const int threads = rules::block_threads(t);
-  const int by_regs = 65536 / (((std::max(regs, 1) + 7) / 8 * 8) * threads);
-  const int by_smem = (228 * 1024) / static_cast<int>(smem + 1024);
-  const int by_threads = 2048 / threads;
-  const int per_sm = std::max(1, std::min({by_regs, by_smem, by_threads, 32}));
-  return static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{dev.sm_count} * per_sm));
-}
-
 // Tile pairs of the TMA core (templates/gemm_sm90a_tma.cuh, Pairs): the cluster's two
 // blocks are neighbours along M when they share the X tile, along N when they share W's.
 int64_t tma_pairs(const KernelSpec& s, int64_t M, int64_t N) {
@@ -152,7 +138,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
                                                        t.bm, t.bn));
     d.block_x = rules::block_threads(t);
     d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
-    d.grid_x = wgmma_grid(*kernel_->module, t, d.smem_bytes, tiles);
+    d.grid_x = kernel_->module->persistent_grid(kApmmKernel, rules::block_threads(t), d.smem_bytes, tiles);
     return d;
   }
   d.grid_x = static_cast<unsigned>((M + t.bm - 1) / t.bm);

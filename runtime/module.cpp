@@ -1,5 +1,7 @@
 #include "runtime/module.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "runtime/device.h"
@@ -72,6 +74,17 @@ int LoadedModule::registers(const std::string& kernel) {
                 "cuFuncGetAttribute(NUM_REGS)", [&] { return fmt::format("kernel {}; {}", kernel, context_); });
   registers_.emplace(kernel, regs);
   return regs;
+}
+
+unsigned LoadedModule::persistent_grid(const std::string& kernel, int threads, unsigned smem, int64_t tiles) {
+  const DeviceInfo& dev = current_device();
+  if (tiles <= dev.sm_count) return static_cast<unsigned>(tiles);
+  const int regs = registers(kernel);
+  const int by_regs = 65536 / (((std::max(regs, 1) + 7) / 8 * 8) * threads);  // registers go in units of 8 per thread
+  const int by_smem = (228 * 1024) / static_cast<int>(smem + 1024);          // the driver reserves 1 KB per block
+  const int by_threads = 2048 / threads;
+  const int per_sm = std::max(1, std::min({by_regs, by_smem, by_threads, 32}));
+  return static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{dev.sm_count} * per_sm));
 }
 
 EventTimer::EventTimer() {

@@ -33,6 +33,9 @@ class LoadedModule {
   // How many clusters of a kernel with compile-time cluster dimensions can be resident at
   // once with d's block and shared memory (asked once per kernel): a persistent grid's size.
   int max_active_clusters(const std::string& kernel, const LaunchDims& d);
+  // A persistent grid for `tiles` tiles: at most as many blocks of `threads` threads and `smem`
+  // bytes as the current device keeps resident at once (by registers, shared memory, threads).
+  unsigned persistent_grid(const std::string& kernel, int threads, unsigned smem, int64_t tiles);
   const std::string& context() const { return context_; }
 
  private:
