@@ -97,7 +97,8 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
 int staging_bytes(const Tile& t, const Epilogue& e) { return e.staged() ? t.bn * (t.bm + 4) * 4 : 0; }
 
 // APConv's column table: {colsum, nvalid} per tile column (templates/conv_sm80.cuh).
-static int conv_table_bytes(const Tile& t, const KernelSpec& spec) { return spec.op == Op::Apconv ? t.bn * 8 : 0; }
+// APConv's column table: 16 bytes per tile column (ConvColumn in templates/conv_sm80.cuh).
+static int conv_table_bytes(const Tile& t, const KernelSpec& spec) { return spec.op == Op::Apconv ? t.bn * 16 : 0; }
 
 int kernel_shared_bytes(const Tile& t, const KernelSpec& spec) {
   return std::max(shared_bytes(t, spec.w, spec.x), staging_bytes(t, spec.epilogue)) + conv_table_bytes(t, spec);
@@ -116,7 +117,7 @@ std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec) {
                        pool->size, pool->size * pool->size, t.bn);
   if (const int smem = kernel_shared_bytes(t, spec); smem > kMaxSharedBytes)
     return fmt::format("tile needs {} bytes of shared memory with the epilogue's staging (bn*(bm+4)*4) and conv column "
-                       "table (bn*8), limit {}: use a smaller tile",
+                       "table (bn*16), limit {}: use a smaller tile",
                        smem, kMaxSharedBytes);
   return {};
 }

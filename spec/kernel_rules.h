@@ -41,7 +41,7 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x);
 
 // With a fused epilogue (apnn/epilogue.h) the block's outputs may be staged in shared memory
 // (pooling windows, 32-channel packed words): bn*(bm+4) 4-byte values, reusing the pipeline's
-// buffers, so a kernel needs the larger of the two; APConv adds its column table (bn*8).
+// buffers, so a kernel needs the larger of the two; APConv adds its column table (bn*16).
 int staging_bytes(const Tile& t, const Epilogue& e);
 int kernel_shared_bytes(const Tile& t, const KernelSpec& spec);
 // What the spec's epilogue asks of a tile (bm 32, 64 or 128 for quantize, a whole pooling

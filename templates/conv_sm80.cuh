@@ -17,6 +17,15 @@
 
 namespace apnn {
 
+// One tile column's entry of the column table: the offset corrections' terms, and where its
+// conv pixel goes (worked out once per tile, so the epilogue does no divisions).
+struct alignas(16) ConvColumn {
+  i32 colsum;  // the activations' plane-weighted popcount over the valid window positions
+  i32 nvalid;  // valid window positions
+  i32 p;       // the conv pixel (n*Ho + ho)*Wo + wo, or -1 for a column without one
+  i32 out;     // its NCHW output offset for channel 0, n*O*Ho*Wo + ho*Wo + wo, or -1
+};
+
 // Core: the binary core that loads the tiles (GemmSm80, or GemmSm90a in conv_sm90a.cuh);
 // the accumulator fragment is GemmSm80's shape on both (Frag).
 template <class T, class CoreT = GemmSm80<T>>
@@ -159,21 +168,23 @@ struct ConvProblem {
     return column_pixel(col_tile, c, n, ho, wo);
   }
 
-  // The column table: {colsum, nvalid} of each tile column, after the pipeline's buffers
-  // and the staging buffer (rules::kernel_shared_bytes counts kBN * 8 bytes for it).
+  // The column table: a ConvColumn per tile column, after the pipeline's buffers and the
+  // staging buffer (rules::kernel_shared_bytes counts kBN * 16 bytes for it).
   static constexpr int kStagingBytes = E::kStaged ? T::kBN * (T::kBM + 4) * 4 : 0;
   static constexpr int kTableOffset = Core::kSmemBytes > kStagingBytes ? Core::kSmemBytes : kStagingBytes;
-  __device__ __forceinline__ i32x2* column_table() const {
-    return reinterpret_cast<i32x2*>(reinterpret_cast<char*>(smem) + kTableOffset);
+  __device__ __forceinline__ ConvColumn* column_table() const {
+    return reinterpret_cast<ConvColumn*>(reinterpret_cast<char*>(smem) + kTableOffset);
   }
 
   // Fills the column table; the mainloop's first barrier publishes it to the epilogue.
   __device__ __forceinline__ void fill_column_table(int tile) const {
-    i32x2* table = column_table();
+    ConvColumn* table = column_table();
     for (int c = threadIdx.x; c < T::kBN; c += Core::kThreads) {
       int n = 0, ho = 0, wo = 0;
-      i32 sum = 0, count = 0;
+      i32 sum = 0, count = 0, p = -1, out = -1;
       if (column_pixel(tile, c, n, ho, wo)) {
+        p = (n * Ho + ho) * Wo + wo;
+        out = n * a_rows * (Ho * Wo) + ho * Wo + wo;
 #pragma unroll
         for (int kh = 0; kh < T::kKh; ++kh) {
           const int hi = ho * T::kSh - T::kPh + kh;
@@ -187,7 +198,7 @@ struct ConvProblem {
           }
         }
       }
-      table[c] = i32x2{sum, count};
+      table[c] = ConvColumn{sum, count, p, out};
     }
   }
 
@@ -217,11 +228,11 @@ struct ConvProblem {
   __device__ __forceinline__ u32 corrected(const Acc& acc, int mi, int ni, int e, int o, int p, int c) const {
     u32 v = Frag::combine(acc, mi, ni, e);
     if constexpr (T::kOffsetW != 0 || T::kOffsetX != 0) {
-      const i32x2 col = column_table()[c];  // {colsum, nvalid}
-      if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(col.x);
-      if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * valid_weight_sum(o, p, col.y);
+      const ConvColumn& col = column_table()[c];
+      if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(col.colsum);
+      if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * valid_weight_sum(o, p, col.nvalid);
       if (T::kOffsetW != 0 && T::kOffsetX != 0)
-        v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(C) * static_cast<u32>(col.y);
+        v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(C) * static_cast<u32>(col.nvalid);
     }
     return v;
   }
@@ -239,35 +250,38 @@ struct ConvProblem {
     if constexpr (E::kStaged) {
       staged_store<T, Frag>(*this, acc, m_base, n_base, g, tig);
     } else {
-      using Final = typename E::Final;
-      Final* y = static_cast<Final*>(epi.out);
-      const int O = a_rows, HoWo = Ho * Wo, n0 = col_tile * T::kBN;
+      store_columns(acc, m_base, n_base - col_tile * T::kBN, g, tig);
+    }
+  }
+
+  // The unstaged epilogue: the warp's rows from m_base and tile columns from c_base, each
+  // column's pixel and output offset read from the column table. Two neighbouring columns
+  // that are neighbouring output words at an even offset go out as one 8-byte store.
+  __device__ __forceinline__ void store_columns(const i32 (&acc)[T::kGroups][Frag::kMI][Frag::kNI][4], int m_base,
+                                                int c_base, int g, int tig) const {
+    using Final = typename E::Final;
+    Final* y = static_cast<Final*>(epi.out);
+    const int O = a_rows, HoWo = Ho * Wo;
+#pragma unroll
+    for (int ni = 0; ni < Frag::kNI; ++ni) {
+      const int c = c_base + ni * 8 + 2 * tig;
+      const ConvColumn a = column_table()[c], b = column_table()[c + 1];
+      const bool pair = a.out >= 0 && b.out == a.out + 1;
 #pragma unroll
       for (int mi = 0; mi < Frag::kMI; ++mi)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int o = m_base + mi * 16 + g + half * 8;
           if (o >= O) continue;
-#pragma unroll
-          for (int ni = 0; ni < Frag::kNI; ++ni) {
-            // p is even: with an even Ho*Wo, p and p+1 are adjacent words of one image, and a
-            // quad of threads writes whole 32-byte sectors (session 3, device run 5).
-            const int p = n_base + ni * 8 + 2 * tig;
-            if (p >= P) continue;
-            typename E::Final v[2] = {0, 0};
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-              if (p + e < P)
-                v[e] = E::post(E::pre(static_cast<i32>(corrected(acc, mi, ni, half * 2 + e, o, p + e, p + e - n0)), o, epi),
-                               o, epi);
-            const int n = p / HoWo;
-            if ((HoWo & 1) == 0 || p + 1 >= P || (p + 1) / HoWo == n) {
-              store_pair(y + (static_cast<i64>(n) * O + o) * HoWo + (p - n * HoWo), v[0], v[1],
-                         (HoWo & 1) == 0 && p + 1 < P, p + 1 < P);
-            } else {  // p + 1 starts the next image
-              y[(static_cast<i64>(n) * O + o) * HoWo + (p - n * HoWo)] = v[0];
-              y[(static_cast<i64>(n + 1) * O + o) * HoWo] = v[1];
-            }
+          const i64 row = static_cast<i64>(o) * HoWo;
+          auto value = [&](const ConvColumn& col, int e, int cc) {
+            return E::post(E::pre(static_cast<i32>(corrected(acc, mi, ni, half * 2 + e, o, col.p, cc)), o, epi), o, epi);
+          };
+          if (pair) {
+            store_pair(y + row + a.out, value(a, 0, c), value(b, 1, c + 1), ((row + a.out) & 1) == 0, true);
+          } else {
+            if (a.out >= 0) y[row + a.out] = value(a, 0, c);
+            if (b.out >= 0) y[row + b.out] = value(b, 1, c + 1);
           }
         }
     }

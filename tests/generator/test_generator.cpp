@@ -374,7 +374,7 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
   // Its launch asks for the core's aligned buffers plus the column table.
   const KernelSpec cc = apnn::canonicalize(conv);
   CHECK(apnn::rules::launch_shared_bytes(cc, "sm_90a") ==
-        apnn::rules::wgmma_shared_bytes(*cc.tile, cc.w, cc.x) + cc.tile->bn * 8);
+        apnn::rules::wgmma_shared_bytes(*cc.tile, cc.w, cc.x) + cc.tile->bn * 16);
   CHECK(apnn::rules::launch_shared_bytes(cc, "sm_90") == apnn::rules::kernel_shared_bytes(*cc.tile, cc));
   // The environment switch turns it off (for comparisons of the two cores on one tile).
   setenv("APNN_DISABLE_WGMMA", "1", 1);
