@@ -458,3 +458,69 @@ TEST_CASE("rules: every precision has a wgmma tile, within the register and shar
   REQUIRE(apnn::rules::wgmma_tile(&t, {2, Encoding::Signed}, {2, Encoding::Unsigned}));
   CHECK(t == Tile{128, 64, 1024, 4, 8, 1});
 }
+
+TEST_CASE("generator: stride-1 APConv on the wgmma core also emits the patch conv, with its layout rule") {
+  const KernelSpec conv = apnn::canonicalize(apnn::parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],
+          "tile":{"bm":64,"bn":128,"bk":256,"stages":3,"warps_m":4,"warps_n":2}})",
+      "test"));
+  REQUIRE(apnn::rules::conv_patch_applies(conv));
+  const GeneratedSource g = apnn::generate(conv, "sm_90a");
+  CHECK(g.conv_patch);
+  CHECK(contains(g.source, "#include \"conv_sm90a_patch.cuh\""));
+  CHECK(contains(g.source, "apnn::conv_sm90a_patch<Traits>("));
+  CHECK(contains(g.source, "apnn::conv_sm90a<Traits>("));  // the gather conv stays, for shapes the patch does not fit
+  const std::vector<std::string> want = {apnn::kConvKernel, apnn::kPackWKernel, apnn::kPackXKernel, apnn::kUnpackXKernel,
+                                         apnn::kConvPatchKernel};
+  CHECK(g.kernels == want);
+  // Not on the mma.sync core, nor for a stride of 2 in either direction, nor with a chain.
+  CHECK_FALSE(apnn::generate(conv, "sm_90").conv_patch);
+  for (auto [sh, sw] : {std::pair{2, 1}, {1, 2}}) {
+    KernelSpec strided = conv;
+    strided.conv.sh = sh;
+    strided.conv.sw = sw;
+    CHECK_FALSE(apnn::rules::conv_patch_applies(strided));
+    const GeneratedSource o = apnn::generate(strided, "sm_90a");
+    CHECK_FALSE(o.conv_patch);
+    CHECK_FALSE(contains(o.source, apnn::kConvPatchKernel));
+  }
+  KernelSpec chained = conv;
+  chained.epilogue = apnn::parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"epilogue":[{"op":"relu"}]})", "test").epilogue;
+  CHECK_FALSE(apnn::generate(apnn::canonicalize(chained), "sm_90a").conv_patch);
+
+  // Layout: C=64 is one 128-bit chunk (groups of 1 chunk; 9 positions + a zero unit), 56x56
+  // padded to 58 columns; a 128-column tile reads at most 6 padded rows.
+  const apnn::rules::ConvPatchLayout a = apnn::rules::conv_patch_layout(conv, 128, 64, 56, 56);
+  CHECK(a.g == 1);
+  CHECK(a.groups == 1);
+  CHECK(a.units == 10);
+  CHECK(a.patch_px == 6 * 58 + 1);
+  CHECK(a.a_bytes == 10 * 64 * 16);
+  CHECK(a.slot_bytes == 10 * 64 * 16 + 2 * 349 * 16);
+  CHECK(a.tiles_n == (128 * 58 * 58 + 127) / 128);
+  CHECK(apnn::rules::conv_patch_shared_bytes(conv, a) == 2 * 128 * 16 + 3 * a.slot_bytes);
+  // C=1024: 8 chunks in groups of 2 (4 groups, 18 units); 3 stages of slots.
+  const apnn::rules::ConvPatchLayout b = apnn::rules::conv_patch_layout(conv, 1, 1024, 7, 7);
+  CHECK(b.g == 2);
+  CHECK(b.groups == 4);
+  CHECK(b.units == 18);
+  CHECK(b.patch_px == 18 * 9 + 1);
+  CHECK(apnn::rules::conv_patch_shared_bytes(conv, b) == 2 * 128 * 16 + 3 * b.slot_bytes);
+  // C=384: 3 chunks, an odd count, so groups of 1.
+  CHECK(apnn::rules::conv_patch_layout(conv, 1, 384, 7, 7).g == 1);
+  CHECK(apnn::rules::conv_patch_layout(conv, 1, 384, 7, 7).groups == 3);
+  // What fits: these do; a 20000-pixel-wide row does not fit shared memory, and 2^31 virtual
+  // pixels do not fit int32 (the runner then takes the gather conv).
+  CHECK(apnn::rules::conv_patch_fits(conv, a, 128, 56, 56, 227 * 1024));
+  CHECK(apnn::rules::conv_patch_fits(conv, b, 1, 7, 7, 227 * 1024));
+  const auto wide = apnn::rules::conv_patch_layout(conv, 1, 1024, 4, 20000);
+  CHECK_FALSE(apnn::rules::conv_patch_fits(conv, wide, 1, 4, 20000, 227 * 1024));
+  const auto tall = apnn::rules::conv_patch_layout(conv, 4096, 64, 1024, 510);
+  CHECK_FALSE(apnn::rules::conv_patch_fits(conv, tall, 4096, 1024, 510, 227 * 1024));
+  // Narrow tiles take the gather conv.
+  KernelSpec narrow = conv;
+  narrow.tile->bn = 32;
+  narrow.tile->warps_n = 1;
+  CHECK_FALSE(apnn::rules::conv_patch_fits(narrow, apnn::rules::conv_patch_layout(narrow, 1, 64, 8, 8), 1, 8, 8, 227 * 1024));
+}
