@@ -1,7 +1,6 @@
 #include "engine/conv_runner.h"
 
 #include <cstdlib>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -9,7 +8,6 @@
 #include "apnn/error.h"
 #include "engine/tile_choice.h"
 #include "generator/generate.h"
-#include "runtime/device.h"
 #include "runtime/driver_api.h"
 #include "spec/kernel_rules.h"
 
@@ -18,13 +16,6 @@ namespace apnn {
 namespace {
 
 unsigned blocks(int64_t items, int64_t per_block) { return static_cast<unsigned>((items + per_block - 1) / per_block); }
-
-// APNN_DISABLE_CONV_PATCH set and not "0": stride-1 convs on the wgmma core take the gather
-// conv instead of the patch conv, for comparisons (like APNN_DISABLE_WGMMA).
-bool patch_disabled() {
-  const char* off = std::getenv("APNN_DISABLE_CONV_PATCH");
-  return off && *off && std::strcmp(off, "0") != 0;
-}
 
 }  // namespace
 
@@ -133,21 +124,6 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
   d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, wgmma));
-  if (wgmma && kernel_->compiled.conv_patch && !patch_disabled()) {
-    // Stride 1: the patch conv (templates/conv_sm90a_patch.cuh) whenever the launch fits it;
-    // a persistent grid over the (M tile, column tile of the stacked padded images) tiles.
-    const rules::ConvPatchLayout layout = rules::conv_patch_layout(s, g.N, g.C, g.H, g.W);
-    const int64_t tiles = int64_t{blocks(g.O, t.bm)} * layout.tiles_n;
-    if (rules::conv_patch_fits(s, layout, g.N, g.H, g.W, current_device().max_smem_optin) &&
-        tiles <= (int64_t{1} << 31) - 1) {
-      void* patch_args[] = {&wp, &rowsum, &possum, &xp, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw,
-                            const_cast<rules::ConvPatchLayout*>(&layout)};
-      d.smem_bytes = static_cast<unsigned>(rules::conv_patch_shared_bytes(s, layout));
-      d.grid_x = kernel_->module->persistent_grid(kConvPatchKernel, d.block_x, d.smem_bytes, tiles);
-      kernel_->module->launch(kConvPatchKernel, d, patch_args);
-      return;
-    }
-  }
   if (wgmma) {
     // One block per output tile (templates/conv_sm90a.cuh), M tiles fastest.
     const int64_t tiles = int64_t{blocks(g.O, t.bm)} * blocks(g.N * g.Ho() * g.Wo(), t.bn);

@@ -29,7 +29,6 @@ CompileResult Engine::compile_locked_out(const KernelSpec& canonical, const std:
   r.arch = arch;
   const GeneratedSource src = generate(canonical, arch);
   r.wgmma_core = src.wgmma_core;
-  r.conv_patch = src.conv_patch;
 
   // Everything that changes the binary, and nothing NVRTC produced (PTX is not deterministic).
   const std::string options = fmt::format("{}", fmt::join(compile_options(arch), " "));

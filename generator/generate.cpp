@@ -104,7 +104,6 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   apnn::{conv_core}<Traits>(smem, wp, rowsum, possum, xp, pixsum, epi, o, n, c, h, w, ho, wo, cw);
 }}
 
-{conv_patch_entry}
 extern "C" __global__ void __launch_bounds__({pack_threads})
 {pack_w}(const short* __restrict__ src, int o, int c, int khw, int cw, apnn::u32* __restrict__ planes,
          apnn::i32* __restrict__ possum, apnn::i32* __restrict__ rowsum) {{
@@ -123,17 +122,6 @@ extern "C" __global__ void __launch_bounds__({pack_threads})
 }}
 )";
 
-constexpr const char* kConvPatchEntry = R"(
-extern "C" __global__ void __launch_bounds__(kThreads)
-{conv_patch}(const apnn::u32* __restrict__ wp, const apnn::i32* __restrict__ rowsum, const apnn::i32* __restrict__ possum,
-       const apnn::u32* __restrict__ xp, const apnn::i32* __restrict__ pixsum, apnn::EpilogueArgs epi, int o, int n,
-       int c, int h, int w, int ho, int wo, int cw, apnn::ConvPatchLayout layout) {{
-  extern __shared__ __align__(16) apnn::u32 smem[];
-  apnn::conv_sm90a_patch<Traits>(reinterpret_cast<char*>(smem), wp, rowsum, possum, xp, pixsum, epi, o, n, c, h, w, ho,
-                                 wo, cw, layout);
-}}
-)";
-
 }  // namespace
 
 GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
@@ -148,8 +136,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
     throw Error(ErrorKind::InvalidSpec,
                 fmt::format("tile.cluster 2 needs the sm_90a wgmma core; target arch '{}'{}", arch,
                             arch == "sm_90a" ? " has it disabled (APNN_DISABLE_WGMMA)" : ""));
-  const bool patch = conv && wgmma && rules::conv_patch_applies(spec);  // templates/conv_sm90a_patch.cuh
-  const char* core = conv ? (patch ? "conv_sm90a_patch.cuh" : (wgmma ? "conv_sm90a.cuh" : "conv_sm80.cuh"))
+  const char* core = conv ? (wgmma ? "conv_sm90a.cuh" : "conv_sm80.cuh")
                           : (tma ? "apmm_sm90a_tma.cuh" : (wgmma ? "apmm_sm90a.cuh" : "apmm_sm80.cuh"));
   const ConvParams c = conv ? spec.conv : ConvParams{1, 1, 1, 1, 0, 0};
 
@@ -157,9 +144,6 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   for (const auto& row : groups.group_of) table.insert(table.end(), row.begin(), row.end());
 
   const std::string epi = epilogue_source(spec.epilogue);
-  // The patch conv entry, embedded in the conv entries when emitted.
-  const std::string patch_entry = patch ? fmt::format(fmt::runtime(kConvPatchEntry), fmt::arg("conv_patch", kConvPatchKernel)) : "";
-
   // One argument list for both parts of the source (fmt format args must not outlive their call).
   auto render = [&](const char* tpl) {
     return fmt::format(fmt::runtime(tpl),
@@ -174,26 +158,23 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("kh", c.kh), fmt::arg("kw", c.kw), fmt::arg("sh", c.sh), fmt::arg("sw", c.sw), fmt::arg("ph", c.ph),
       fmt::arg("pw", c.pw), fmt::arg("group_table", fmt::join(table, ", ")),
       fmt::arg("group_weights", fmt::join(groups.weight, ", ")), fmt::arg("apmm", kApmmKernel),
-      fmt::arg("conv", kConvKernel), fmt::arg("conv_patch", kConvPatchKernel), fmt::arg("pack_w", kPackWKernel), fmt::arg("pack_x", kPackXKernel),
+      fmt::arg("conv", kConvKernel), fmt::arg("pack_w", kPackWKernel), fmt::arg("pack_x", kPackXKernel),
       fmt::arg("unpack_x", kUnpackXKernel),
-      fmt::arg("pack_threads", kPackThreads), fmt::arg("epi", epi), fmt::arg("conv_patch_entry", patch_entry));
+      fmt::arg("pack_threads", kPackThreads), fmt::arg("epi", epi));
   };
 
   GeneratedSource out;
   out.wgmma_core = wgmma;
-  out.conv_patch = patch;
   out.name = fmt::format("{}_w{}{}_x{}{}.cu", op_name(spec.op), spec.w.bits, encoding_name(spec.w.enc), spec.x.bits,
                          encoding_name(spec.x.enc));
   out.source = render(kTraitsSource) +
                (conv ? render(kConvEntries)
                      : render(tma ? kApmmTmaEntries : (wgmma ? kApmmWgmmaEntries : kApmmEntries)) + render(kApmmPackEntries));
   for (const auto& tpl : embedded::templates()) out.headers.emplace_back(std::string(tpl.name), std::string(tpl.content));
-  if (conv) {
+  if (conv)
     out.kernels = {kConvKernel, kPackWKernel, kPackXKernel, kUnpackXKernel};
-    if (patch) out.kernels.push_back(kConvPatchKernel);
-  } else {
+  else
     out.kernels = {kApmmKernel, kPackWKernel, kPackXKernel};
-  }
   return out;
 }
 

@@ -15,19 +15,15 @@ struct GeneratedSource {
   std::vector<std::pair<std::string, std::string>> headers;  // (include name, content): the templates
   std::vector<std::string> kernels;                          // extern "C" entry points it defines
   bool wgmma_core = false;  // the sm_90a wgmma core was emitted (its launch differs: runners read this)
-  bool conv_patch = false;  // kConvPatchKernel was emitted too
 };
 
 // Bumped whenever the generator or a template changes what it emits for the same spec.
-inline constexpr const char* kGeneratorVersion = "apnn-generator-6";
+inline constexpr const char* kGeneratorVersion = "apnn-generator-5";
 
 // Entry points: APMM modules have the GEMM and both packers; APConv modules the conv,
 // both packers and the activation unpacker.
 inline constexpr const char* kApmmKernel = "apnn_apmm";
 inline constexpr const char* kConvKernel = "apnn_conv";
-// APConv modules on the wgmma core with stride 1 also have the patch conv
-// (templates/conv_sm90a_patch.cuh, rules::conv_patch_applies); the runner picks per shape.
-inline constexpr const char* kConvPatchKernel = "apnn_conv_patch";
 inline constexpr const char* kPackWKernel = "apnn_pack_w";
 inline constexpr const char* kPackXKernel = "apnn_pack_x";
 inline constexpr const char* kUnpackXKernel = "apnn_unpack_x";

@@ -8,8 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "apnn/conv_layout.h"
-
 namespace apnn::rules {
 
 PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x) {
@@ -188,43 +186,6 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
   const Tile& t = *spec.tile;
   return wgmma_tile_error(t, spec.w, spec.x).empty() &&
          wgmma_shared_bytes(t, spec.w, spec.x) + conv_table_bytes(t, spec) <= kMaxSharedBytes;
-}
-
-bool conv_patch_applies(const KernelSpec& spec) {
-  return spec.op == Op::Apconv && spec.conv.sh == 1 && spec.conv.sw == 1;
-}
-
-ConvPatchLayout conv_patch_layout(const KernelSpec& spec, int64_t N, int64_t C, int64_t H, int64_t W) {
-  const Tile& t = *spec.tile;
-  const ConvParams& c = spec.conv;
-  const int64_t chunks = conv_channel_words(C) / 4;  // 128-bit chunks per pixel
-  const int64_t khw = int64_t{c.kh} * c.kw;
-  const int64_t wp = W + 2 * c.pw, hp = H + 2 * c.ph;
-  const int64_t rmax = (wp - 1 + t.bn - 1 + (c.kh - 1) * wp + c.kw - 1) / wp + 1;
-  const int64_t patch_px = rmax * wp + 1;
-  const int64_t cap = int64_t{1} << 30;
-  auto sat = [&](int64_t v) { return static_cast<int32_t>(std::min(v, cap)); };
-  ConvPatchLayout l;
-  l.g = chunks % 2 == 0 ? 2 : 1;
-  l.groups = sat(chunks / l.g);
-  l.units = sat(l.g == 2 ? 2 * khw : khw + (khw & 1));
-  const int64_t a_bytes = int64_t{spec.w.bits} * l.units * t.bm * 16;
-  l.patch_px = sat(patch_px);
-  l.a_bytes = sat(a_bytes);
-  l.slot_bytes = sat(a_bytes + int64_t{spec.x.bits} * l.g * patch_px * 16);
-  l.tiles_n = sat((N * hp * wp + t.bn - 1) / t.bn);
-  return l;
-}
-
-int64_t conv_patch_shared_bytes(const KernelSpec& spec, const ConvPatchLayout& l) {
-  const Tile& t = *spec.tile;
-  return 2 * int64_t{t.bn} * 16 + int64_t{t.stages} * l.slot_bytes;
-}
-
-bool conv_patch_fits(const KernelSpec& spec, const ConvPatchLayout& l, int64_t N, int64_t H, int64_t W, int max_smem) {
-  const int64_t virtual_px = N * (H + 2 * spec.conv.ph) * (W + 2 * spec.conv.pw);
-  return spec.tile->bn >= kConvPatchMinBn && conv_patch_shared_bytes(spec, l) <= max_smem &&
-         virtual_px + 2 * spec.tile->bn < (int64_t{1} << 31);
 }
 
 bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x) {

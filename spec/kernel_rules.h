@@ -76,30 +76,6 @@ int launch_shared_bytes(const KernelSpec& spec, const std::string& arch);
 // costs only speed: without the map the kernel stores directly.
 bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 
-// --- APConv with stride 1 on the wgmma core: the patch conv (templates/conv_sm90a_patch.cuh) ---
-// Emitted beside the gather conv when the spec uses the wgmma core and both strides are 1.
-bool conv_patch_applies(const KernelSpec& spec);
-// Its per-launch layout for N images of C channels, H x W: the shared-memory slots and the
-// column tiles over the batch's stacked padded images. The field order is the kernel
-// parameter's (ConvPatchLayout, seven int32); values past 2^30 saturate there, which the
-// size check then refuses.
-struct ConvPatchLayout {
-  int32_t g = 1, groups = 0, units = 0, patch_px = 0, a_bytes = 0, slot_bytes = 0, tiles_n = 0;
-};
-static_assert(sizeof(ConvPatchLayout) == 28, "the kernel parameter is seven int32");
-ConvPatchLayout conv_patch_layout(const KernelSpec& spec, int64_t N, int64_t C, int64_t H, int64_t W);
-// Dynamic shared memory of that launch: two column tables and `stages` slots (the persistent
-// pipeline runs across tiles).
-int64_t conv_patch_shared_bytes(const KernelSpec& spec, const ConvPatchLayout& layout);
-// Whether the patch conv runs that launch: a tile of at least kConvPatchMinBn columns (a
-// narrower one loads about as many patch pixels as the gather does, plus the padding columns:
-// N=1 16x16 layers at bn 8 and 16 ran 1.4-3x slower, session 5 device call 5), its shared
-// memory within max_smem, and every virtual pixel index of the stacked images
-// (N*(H+2ph)*(W+2pw) plus a tile) within int32.
-inline constexpr int kConvPatchMinBn = 64;
-bool conv_patch_fits(const KernelSpec& spec, const ConvPatchLayout& layout, int64_t N, int64_t H, int64_t W,
-                     int max_smem);
-
 // --- The TMA-fed wgmma core (templates/gemm_sm90a_tma.cuh), tiles with cluster 2 ---
 // A cluster of 2 blocks computes neighbouring tiles that share one operand tile, loaded half
 // by each block and multicast to both: the X tile (neighbours along M) when q*bn >= p*bm,

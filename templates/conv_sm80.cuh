@@ -51,7 +51,6 @@ struct ConvProblem {
   int Hp, Wp;                  // output after pooling (Ho, Wo without a pool)
   int out_pixels, out_hw, out_cw;
   int col_tile;                // the tile of output columns (pixels) this block computes
-  ConvColumn* table = nullptr; // the column table in shared memory (default_table, or the patch core's)
 
   // The conv pixel (n, ho, wo) that column c of tile `tile` computes; false if none.
   __device__ __forceinline__ bool column_pixel(int tile, int c, int& n, int& ho, int& wo) const {
@@ -173,19 +172,17 @@ struct ConvProblem {
   // staging buffer (rules::kernel_shared_bytes counts kBN * 16 bytes for it).
   static constexpr int kStagingBytes = E::kStaged ? T::kBN * (T::kBM + 4) * 4 : 0;
   static constexpr int kTableOffset = Core::kSmemBytes > kStagingBytes ? Core::kSmemBytes : kStagingBytes;
-  static __device__ __forceinline__ ConvColumn* default_table(u32* smem) {
+  __device__ __forceinline__ ConvColumn* column_table() const {
     return reinterpret_cast<ConvColumn*>(reinterpret_cast<char*>(smem) + kTableOffset);
   }
-  __device__ __forceinline__ ConvColumn* column_table() const { return table; }
 
   // Fills the column table; the mainloop's first barrier publishes it to the epilogue.
-  // pixel(c, n, ho, wo): the conv pixel of tile column c, false if none.
-  template <class PixelOf>
-  __device__ __forceinline__ void fill_column_table_with(PixelOf pixel) const {
+  __device__ __forceinline__ void fill_column_table(int tile) const {
+    ConvColumn* table = column_table();
     for (int c = threadIdx.x; c < T::kBN; c += Core::kThreads) {
       int n = 0, ho = 0, wo = 0;
       i32 sum = 0, count = 0, p = -1, out = -1;
-      if (pixel(c, n, ho, wo)) {
+      if (column_pixel(tile, c, n, ho, wo)) {
         p = (n * Ho + ho) * Wo + wo;
         out = n * a_rows * (Ho * Wo) + ho * Wo + wo;
 #pragma unroll
@@ -203,9 +200,6 @@ struct ConvProblem {
       }
       table[c] = ConvColumn{sum, count, p, out};
     }
-  }
-  __device__ __forceinline__ void fill_column_table(int tile) const {
-    fill_column_table_with([&](int c, int& n, int& ho, int& wo) { return column_pixel(tile, c, n, ho, wo); });
   }
 
   // Sum of the weights' plane-weighted popcounts over the kernel positions that fall
@@ -271,7 +265,7 @@ struct ConvProblem {
 #pragma unroll
     for (int ni = 0; ni < Frag::kNI; ++ni) {
       const int c = c_base + ni * 8 + 2 * tig;
-      const ConvColumn a = table[c], b = table[c + 1];
+      const ConvColumn a = column_table()[c], b = column_table()[c + 1];
       const bool pair = a.out >= 0 && b.out == a.out + 1;
 #pragma unroll
       for (int mi = 0; mi < Frag::kMI; ++mi)
@@ -304,7 +298,6 @@ __device__ __forceinline__ void conv_sm80(u32* smem, const u32* wp, const i32* r
   const int Wp = E::kPool ? (Wo - E::kPoolSize) / E::kPoolStride + 1 : Wo;
   ConvProblem<T> prob{wp, static_cast<i64>(O) * ld, O,  ld, ld, xp, rowsum, possum, pixsum, epi, smem, C, H, W, Ho, Wo, CW,
                       N * Ho * Wo, Hp, Wp, N * Hp * Wp, Hp * Wp, (O + 127) / 128 * 4, static_cast<int>(blockIdx.y)};
-  prob.table = prob.default_table(smem);
   prob.fill_column_table(prob.col_tile);
   prob.plan_columns(prob.col_tile * T::kBN, N);
   GemmSm80<T>::run(smem, prob);

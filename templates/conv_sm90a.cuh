@@ -28,7 +28,6 @@ __device__ __forceinline__ void conv_sm90a(u32* smem, const u32* wp, const i32* 
   ConvProblemSm90a<T> prob{{wp, static_cast<i64>(O) * ld, O, ld, ld, xp, rowsum, possum, pixsum, epi, smem, C, H, W, Ho,
                             Wo, CW, P, Ho, Wo, P, Ho * Wo, (O + 127) / 128 * 4, static_cast<int>(blockIdx.x) / tiles_m},
                            P};
-  prob.table = prob.default_table(smem);
   prob.fill_column_table(prob.col_tile);
   prob.plan_columns(prob.col_tile * T::kBN, N);
   GemmSm90a<T>::run(smem, prob);

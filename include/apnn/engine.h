@@ -28,7 +28,6 @@ struct CompileResult {
   enum class Source { Disk, Compiled } source = Source::Compiled;  // where the cubin came from
   double compile_ms = 0;       // NVRTC time when compiled now, else 0
   bool wgmma_core = false;     // the generator emitted the sm_90a wgmma core: the launch must match
-  bool conv_patch = false;     // the module also has the stride-1 patch conv (kConvPatchKernel)
   std::vector<char> cubin;
   const char* cache_state() const { return source == Source::Compiled ? "miss" : "hit"; }
 };

@@ -18,7 +18,6 @@
 #include "engine/conv_runner.h"
 #include "engine/verify.h"
 #include "golden_case.h"
-#include "spec/kernel_rules.h"
 #include "gpu_test_util.h"
 
 namespace fs = std::filesystem;
@@ -142,54 +141,4 @@ TEST_CASE("golden APConv vectors (shared/vectors) on the GPU") {
   }
   CHECK(checked >= 6);
   std::printf("golden vectors: %d APConv cases checked on the GPU\n", checked);
-}
-
-TEST_CASE("sm_90a patch conv (stride 1): bit-exact on odd shapes, channel counts and kernels") {
-  if (current_device().arch() != "sm_90a") {
-    MESSAGE("skipped: the patch conv runs on the sm_90a wgmma core, this GPU is " << current_device().arch());
-    return;
-  }
-  TempCache cache;
-  Engine engine;
-  // Precisions with wgmma tiles of the patch conv's widths (bn >= 64) and every arrangement:
-  // two warpgroups along N, one, two along M; 2 to 4 slots.
-  const struct { OperandFormat w, x; Tile t; } kinds[] = {
-      {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {64, 128, 256, 3, 4, 2}},
-      {{2, Encoding::Signed}, {2, Encoding::Unsigned}, {64, 64, 512, 2, 4, 1}},
-      {{1, Encoding::Pm1}, {1, Encoding::Pm1}, {128, 64, 256, 4, 8, 1}},
-      {{3, Encoding::Unsigned}, {4, Encoding::Signed}, {64, 64, 1024, 3, 4, 2}},
-      {{1, Encoding::Unsigned}, {2, Encoding::Pm1}, {64, 256, 256, 2, 4, 2}},
-  };
-  struct Case { ConvParams c; ConvShape s; };
-  // Channel chunks (128 bits) per pixel: odd (one group per chunk, positions paired) and even
-  // (two chunks a group); more groups than stages; kernels 1x1 to 7x7 and non-square; padding
-  // 0 to beyond the image; rows wider than a tile.
-  const Case cases[] = {
-      {{3, 3, 1, 1, 1, 1}, {2, 35, 9, 7, 19}},    {{3, 3, 1, 1, 1, 1}, {1, 256, 16, 16, 70}},
-      {{3, 3, 1, 1, 1, 1}, {2, 384, 5, 6, 33}},   {{3, 3, 1, 1, 1, 1}, {1, 1024, 7, 7, 64}},
-      {{1, 1, 1, 1, 0, 0}, {3, 129, 7, 7, 40}},   {{1, 1, 1, 1, 0, 0}, {2, 64, 5, 9, 17}},
-      {{5, 5, 1, 1, 2, 2}, {1, 48, 13, 13, 20}},  {{3, 3, 1, 1, 0, 0}, {1, 65, 10, 12, 17}},
-      {{3, 3, 1, 1, 3, 3}, {1, 16, 2, 3, 5}},     {{3, 3, 1, 1, 1, 1}, {4, 65, 1, 1, 9}},
-      {{7, 7, 1, 1, 3, 3}, {1, 3, 20, 23, 16}},   {{1, 3, 1, 1, 0, 1}, {2, 200, 6, 11, 24}},
-      {{3, 1, 1, 1, 1, 0}, {1, 130, 9, 5, 130}},  {{3, 3, 1, 1, 1, 1}, {2, 64, 12, 150, 64}},
-  };
-  int checked = 0, patched = 0;
-  uint64_t seed = 300;
-  for (const Case& c : cases)
-    for (const auto& k : kinds) {
-      KernelSpec s = conv_spec(k.w, k.x, c.c);
-      s.tile = k.t;
-      const std::shared_ptr<Kernel> kernel = engine.kernel(s);
-      INFO(spec_id(kernel->compiled.spec));
-      REQUIRE(kernel->compiled.conv_patch);
-      // Wide weight slots (3 planes of a 5x5 or 7x7 kernel) exceed shared memory: the runner
-      // then takes the gather conv, which must be exact too.
-      const ConvGeometry geo = conv_geometry(kernel->compiled.spec, c.s);
-      const rules::ConvPatchLayout layout = rules::conv_patch_layout(kernel->compiled.spec, geo.N, geo.C, geo.H, geo.W);
-      patched += rules::conv_patch_fits(kernel->compiled.spec, layout, geo.N, geo.H, geo.W, current_device().max_smem_optin);
-      expect_exact(engine, s, c.s, ++seed);
-      ++checked;
-    }
-  CHECK(patched >= checked - 6);
-  std::printf("apconv patch conv: %d cases exact, %d of them on the patch conv\n", checked, patched);
 }
