@@ -211,14 +211,20 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   KernelSpec with = conv;
   with.tile = u;
   CHECK(rules::use_wgmma(with, "sm_90a"));
-  // A batch-8 56x56x64 layer fills the GPU: the heuristic's K step stays.
+  // A batch-8 56x56x64 layer fills the GPU: no 1024-bit steps, but K = 1152 bits runs as 3
+  // steps of 512 (33% padding) instead of the heuristic's 5 of 256.
   const Problem batch = conv_problem(conv, {8, 64, 56, 56, 64});
+  CHECK(batch.K_bits == 1152);
   const Tile hb = rules::heuristic_tile(conv, batch.M, batch.N, batch.K_bits, h100.sm_count, h100.max_smem);
   KernelSpec on_core = conv;
   on_core.tile = hb;
   REQUIRE(rules::use_wgmma(on_core, "sm_90a"));  // else the rule would not apply at all
-  CHECK(hb.bk < 1024);
-  CHECK(untuned_tile(conv, batch, h100).bk == hb.bk);
+  CHECK(hb.bk == 256);
+  CHECK(untuned_tile(conv, batch, h100).bk == 512);
+  // K = 2304 (256 channels) keeps 512 (1024 would pad a third: 41.1 vs 31.0 us measured);
+  // K = 4608 (512 channels) takes 1024 (11% padding).
+  CHECK(untuned_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100).bk == 512);
+  CHECK(untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100).bk == 1024);
   // A 1x1 conv of 128 channels under one wave: K is 128 bits, so no 1024-bit steps.
   const KernelSpec conv1 = parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[1,1],"stride":[1,1],"pad":[0,0]})");
