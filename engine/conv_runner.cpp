@@ -1,5 +1,6 @@
 #include "engine/conv_runner.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -124,9 +125,14 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
   d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, wgmma));
+  // A fused pool gives each column tile bn / size^2 whole windows (templates/conv_sm80.cuh).
+  const OutputDims od = dims(s, g);
+  const EpilogueOp* pool = s.epilogue.pool();
+  const int64_t col_tiles = pool ? blocks(od.pixels(), t.bn / (pool->size * pool->size)) : blocks(g.N * g.Ho() * g.Wo(), t.bn);
+  if (s.epilogue.quantize()) out.sums.fill_u32_async(0);  // accumulated with atomics
   if (wgmma) {
     // One block per output tile (templates/conv_sm90a.cuh), M tiles fastest.
-    const int64_t tiles = int64_t{blocks(g.O, t.bm)} * blocks(g.N * g.Ho() * g.Wo(), t.bn);
+    const int64_t tiles = int64_t{blocks(g.O, t.bm)} * col_tiles;
     if (tiles > (int64_t{1} << 31) - 1)
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} output tiles of {}x{}, above 2^31-1", tiles, t.bm, t.bn));
     d.grid_x = static_cast<unsigned>(tiles);
@@ -134,18 +140,14 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     return;
   }
   d.grid_x = blocks(g.O, t.bm);
-  // A fused pool gives each tile bn / size^2 whole windows (templates/conv_sm80.cuh).
-  const OutputDims od = dims(s, g);
-  const EpilogueOp* pool = s.epilogue.pool();
-  d.grid_y = pool ? blocks(od.pixels(), t.bn / (pool->size * pool->size)) : blocks(g.N * g.Ho() * g.Wo(), t.bn);
-  if (d.grid_y > 65535)
+  d.grid_y = static_cast<unsigned>(std::min<int64_t>(col_tiles, int64_t{1} << 31));
+  if (col_tiles > 65535)
     throw Error(ErrorKind::InvalidInput,
                 pool ? fmt::format("shape: {} pooled output pixels need {} column tiles of {} windows, above the grid "
                                    "limit 65535",
                                    od.pixels(), d.grid_y, t.bn / (pool->size * pool->size))
                      : fmt::format("shape: {} output pixels need {} column tiles of {}, above the grid limit 65535",
                                    g.N * g.Ho() * g.Wo(), d.grid_y, t.bn));
-  if (s.epilogue.quantize()) out.sums.fill_u32_async(0);
   kernel_->module->launch(kConvKernel, d, args);
 }
 

@@ -96,7 +96,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads,
 )";
 
 constexpr const char* kConvEntries = R"(
-extern "C" __global__ void __launch_bounds__(kThreads)
+extern "C" __global__ void __launch_bounds__(kThreads, {conv_min_blocks})
 {conv}(const apnn::u32* __restrict__ wp, const apnn::i32* __restrict__ rowsum, const apnn::i32* __restrict__ possum,
        const apnn::u32* __restrict__ xp, const apnn::i32* __restrict__ pixsum, apnn::EpilogueArgs epi, int o, int n,
        int c, int h, int w, int ho, int wo, int cw) {{
@@ -160,7 +160,8 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("group_weights", fmt::join(groups.weight, ", ")), fmt::arg("apmm", kApmmKernel),
       fmt::arg("conv", kConvKernel), fmt::arg("pack_w", kPackWKernel), fmt::arg("pack_x", kPackXKernel),
       fmt::arg("unpack_x", kUnpackXKernel),
-      fmt::arg("pack_threads", kPackThreads), fmt::arg("epi", epi));
+      fmt::arg("pack_threads", kPackThreads), fmt::arg("epi", epi),
+      fmt::arg("conv_min_blocks", rules::conv_min_blocks(t, static_cast<int>(groups.weight.size()))));
   };
 
   GeneratedSource out;

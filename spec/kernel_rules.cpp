@@ -31,6 +31,10 @@ int accumulator_regs(const Tile& t, int groups) {
   return groups * (t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4;
 }
 
+int conv_min_blocks(const Tile& t, int groups) {
+  return block_threads(t) <= 256 && accumulator_regs(t, groups) <= 64 ? 2 : 1;
+}
+
 int shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
   return t.stages * (w.bits * t.bm + x.bits * t.bn) * (t.bk / 8);
 }
@@ -179,13 +183,19 @@ int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandForma
   return shared_bytes(t, w, x) + kWgmmaSmemSlack;
 }
 
+// The wgmma core's launch: its aligned pipeline, or an APConv chain's staging if larger
+// (it reuses the pipeline's buffers), plus the column table.
+static int wgmma_core_bytes(const Tile& t, const KernelSpec& spec) {
+  return std::max(wgmma_shared_bytes(t, spec.w, spec.x), staging_bytes(t, spec.epilogue)) + conv_table_bytes(t, spec);
+}
+
 bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
-  if (arch != "sm_90a" || !spec.tile || !spec.epilogue.empty()) return false;
+  if (arch != "sm_90a" || !spec.tile) return false;
+  if (spec.op == Op::Apmm && !spec.epilogue.empty()) return false;
   const char* off = std::getenv("APNN_DISABLE_WGMMA");
   if (off && *off && std::strcmp(off, "0") != 0) return false;
   const Tile& t = *spec.tile;
-  return wgmma_tile_error(t, spec.w, spec.x).empty() &&
-         wgmma_shared_bytes(t, spec.w, spec.x) + conv_table_bytes(t, spec) <= kMaxSharedBytes;
+  return wgmma_tile_error(t, spec.w, spec.x).empty() && wgmma_core_bytes(t, spec) <= kMaxSharedBytes;
 }
 
 bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x) {
@@ -204,7 +214,7 @@ bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x)
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core) {
   const Tile& t = *spec.tile;
   if (t.cluster == 2) return tma_shared_bytes(t, spec.w, spec.x);
-  return wgmma_core ? wgmma_shared_bytes(t, spec.w, spec.x) + conv_table_bytes(t, spec) : kernel_shared_bytes(t, spec);
+  return wgmma_core ? wgmma_core_bytes(t, spec) : kernel_shared_bytes(t, spec);
 }
 
 bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFormat& x) {

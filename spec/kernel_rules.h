@@ -28,6 +28,12 @@ inline constexpr int kMaxSharedBytes = 227 * 1024;        // opt-in dynamic shar
 inline constexpr int kMaxThreads = 512;
 
 int accumulator_regs(const Tile& t, int groups);
+// Blocks per SM the conv kernel asks registers for (__launch_bounds__'s second argument): 2
+// for blocks of at most 256 threads whose accumulators take at most 64 registers, capping
+// them at 128 per thread; else 1. A fused chain on the wgmma conv took 137 registers at
+// 64x128 (one 256-thread block per SM: n128-56x56x64 w1a2+q2 552 us, session 5 device call
+// 13); capped, 127 without spills.
+int conv_min_blocks(const Tile& t, int groups);
 int shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 
 // Empty string when legal, else the reason, naming the tile field and the allowed values.
@@ -58,10 +64,10 @@ Tile default_tile(const KernelSpec& spec);
 inline constexpr int kWgmmaSmemSlack = 1024;
 std::string wgmma_tile_error(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
-// Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM or
-// APConv with the plain int32 output (no fused epilogue yet), a tile that suits it (with an
-// APConv's column table in shared memory), and the variable APNN_DISABLE_WGMMA unset or "0"
-// (the mma.sync core then runs the same tile, for comparisons).
+// Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM with
+// the plain int32 output or APConv with any chain, a tile that suits it (with an APConv's
+// staging and column table in shared memory), and the variable APNN_DISABLE_WGMMA unset or
+// "0" (the mma.sync core then runs the same tile, for comparisons).
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
 // A warp grid for a tile given only bm/bn/bk/stages that suits the wgmma core: warpgroups
 // stacked along M (warps_m = bm/16), the fewest along N. Returns false if none does.

@@ -44,7 +44,7 @@ struct ApmmProblem {
   __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][Core::kMI][Core::kNI][4], int m_base, int n_base,
                                         int g, int tig) const {
     if constexpr (E::kStaged) {
-      staged_store<T, Core>(*this, acc, m_base, n_base, g, tig);
+      staged_store<T, Core>(*this, acc, m_base, n_base, g, tig, blockIdx.x * T::kBM, blockIdx.y);
     } else {
       using Final = typename E::Final;
       Final* y = static_cast<Final*>(epi.out);

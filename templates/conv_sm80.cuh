@@ -51,6 +51,7 @@ struct ConvProblem {
   int Hp, Wp;                  // output after pooling (Ho, Wo without a pool)
   int out_pixels, out_hw, out_cw;
   int col_tile;                // the tile of output columns (pixels) this block computes
+  int m_tile;                  // and its tile of output channels
 
   // The conv pixel (n, ho, wo) that column c of tile `tile` computes; false if none.
   __device__ __forceinline__ bool column_pixel(int tile, int c, int& n, int& ho, int& wo) const {
@@ -248,7 +249,7 @@ struct ConvProblem {
   __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][Frag::kMI][Frag::kNI][4], int m_base, int n_base,
                                         int g, int tig) const {
     if constexpr (E::kStaged) {
-      staged_store<T, Frag>(*this, acc, m_base, n_base, g, tig);
+      staged_store<T, Frag>(*this, acc, m_base, n_base, g, tig, m_tile * T::kBM, col_tile);
     } else {
       store_columns(acc, m_base, n_base - col_tile * T::kBN, g, tig);
     }
@@ -297,7 +298,8 @@ __device__ __forceinline__ void conv_sm80(u32* smem, const u32* wp, const i32* r
   const int Hp = E::kPool ? (Ho - E::kPoolSize) / E::kPoolStride + 1 : Ho;
   const int Wp = E::kPool ? (Wo - E::kPoolSize) / E::kPoolStride + 1 : Wo;
   ConvProblem<T> prob{wp, static_cast<i64>(O) * ld, O,  ld, ld, xp, rowsum, possum, pixsum, epi, smem, C, H, W, Ho, Wo, CW,
-                      N * Ho * Wo, Hp, Wp, N * Hp * Wp, Hp * Wp, (O + 127) / 128 * 4, static_cast<int>(blockIdx.y)};
+                      N * Ho * Wo, Hp, Wp, N * Hp * Wp, Hp * Wp, (O + 127) / 128 * 4, static_cast<int>(blockIdx.y),
+                      static_cast<int>(blockIdx.x)};
   prob.fill_column_table(prob.col_tile);
   prob.plan_columns(prob.col_tile * T::kBN, N);
   GemmSm80<T>::run(smem, prob);

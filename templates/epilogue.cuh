@@ -73,8 +73,11 @@ __device__ __forceinline__ typename E::Pooled pool_window(const typename E::Stag
 // 32 rows): lane = output channel, so a quantized plane word is one __ballot_sync.
 //   P::value(acc, mi, ni, e, o, c): the corrected accumulator of row o, tile column c
 //   P::column_valid(c), P::out_pixels, P::out_hw, P::out_cw, P::a_rows (O), P::smem, P::epi
+// The block's tile starts at row m0 and is column tile `col` (of kBN columns, or of
+// kOutPerTile pooling windows): the caller's grid mapping, blockIdx or a tile index.
 template <class T, class Core, class P, class Acc>
-__device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig) {
+__device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
+                                             int m0, int col) {
   using E = typename T::Epi;
   using Staged = typename E::Staged;
   constexpr int kLd = T::kBM + 4;  // 2*kLd = 8 (mod 32) banks: the fragment stores do not conflict
@@ -82,7 +85,7 @@ __device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int 
   constexpr int kOutPerTile = T::kBN / kSS;
   constexpr int kChunks = (T::kBM + 31) / 32;
   const int O = prob.a_rows;
-  const int m0 = blockIdx.x * T::kBM, n0 = blockIdx.y * T::kBN;
+  const int n0 = col * T::kBN;
   Staged* st = reinterpret_cast<Staged*>(prob.smem);
   ptx::cp_async_wait<0>();
   __syncthreads();  // every warp is done with the pipeline's buffers
@@ -105,7 +108,7 @@ __device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int 
   const int lane = threadIdx.x & 31;
   for (int task = threadIdx.x >> 5; task < kOutPerTile * kChunks; task += Core::kThreads / 32) {
     const int j = task / kChunks, chunk = task - j * kChunks;
-    const int q = blockIdx.y * kOutPerTile + j;
+    const int q = col * kOutPerTile + j;
     if (q >= prob.out_pixels) continue;  // warp-uniform
     const int r = chunk * 32 + lane, o = m0 + r;
     const bool ok = r < T::kBM && o < O;
@@ -125,7 +128,7 @@ __device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int 
       }
       if (lane == 0 && sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
       // Words past the last block's channels (up to the 128-bit row) are zero bits.
-      if (blockIdx.x == gridDim.x - 1 && chunk == kChunks - 1)
+      if (m0 + T::kBM >= O && chunk == kChunks - 1)  // the last tile along M
         for (int w = (m0 + T::kBM) / 32 + lane; w < prob.out_cw; w += 32)
 #pragma unroll
           for (int s = 0; s < E::kQBits; ++s)

@@ -354,14 +354,14 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
     CHECK_FALSE(apnn::rules::wgmma_tile_error(*s.tile, s.w, s.x).empty());
     CHECK(contains(apnn::generate(s, "sm_90a").source, "apnn::apmm_sm80<Traits>("));
   }
-  // A fused epilogue chain keeps the mma.sync core (the wgmma core stores int32 only).
+  // An APMM chain keeps the mma.sync core (the wgmma APMM core stores int32 only).
   KernelSpec fused = apnn::parse_spec_text(
       R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","epilogue":[{"op":"scale_bias"},{"op":"relu"}],
           "tile":{"bm":128,"bn":128,"bk":1024,"stages":4,"warps_m":8,"warps_n":1}})",
       "test");
   CHECK_FALSE(apnn::rules::use_wgmma(apnn::canonicalize(fused), "sm_90a"));
   CHECK(contains(apnn::generate(apnn::canonicalize(fused), "sm_90a").source, "apnn::apmm_sm80<Traits>("));
-  // APConv without a chain: the same rule, conv_sm90a; with a chain, conv_sm80.
+  // APConv: the same rule, with or without a chain.
   const KernelSpec conv = apnn::parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],
           "tile":{"bm":64,"bn":64,"bk":512,"stages":3,"warps_m":4,"warps_n":1}})",
@@ -370,7 +370,27 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
   CHECK(contains(apnn::generate(apnn::canonicalize(conv), "sm_90").source, "apnn::conv_sm80<Traits>("));
   KernelSpec conv_chain = conv;
   conv_chain.epilogue = fused.epilogue;
-  CHECK(contains(apnn::generate(apnn::canonicalize(conv_chain), "sm_90a").source, "apnn::conv_sm80<Traits>("));
+  CHECK(contains(apnn::generate(apnn::canonicalize(conv_chain), "sm_90a").source, "apnn::conv_sm90a<Traits>("));
+  // A pool + quantize chain too; its launch asks for the larger of the pipeline and the
+  // staging (bn x (bm+4) values), plus the column table.
+  KernelSpec conv_pq = apnn::parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],
+          "epilogue":[{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}],
+          "tile":{"bm":128,"bn":128,"bk":256,"stages":2,"warps_m":8,"warps_n":2}})",
+      "test");
+  const KernelSpec pq = apnn::canonicalize(conv_pq);
+  REQUIRE(apnn::rules::use_wgmma(pq, "sm_90a"));
+  CHECK(contains(apnn::generate(pq, "sm_90a").source, "apnn::conv_sm90a<Traits>("));
+  CHECK(apnn::rules::wgmma_shared_bytes(*pq.tile, pq.w, pq.x) < 128 * 132 * 4);
+  CHECK(apnn::rules::launch_shared_bytes(pq, "sm_90a") == 128 * 132 * 4 + 128 * 16);
+  // Conv kernels of <= 256 threads with <= 64 accumulator registers ask for 2 blocks per SM.
+  CHECK(apnn::rules::conv_min_blocks(Tile{64, 128, 512, 3, 4, 2}, 2) == 2);       // 2 groups x 32
+  CHECK(apnn::rules::conv_min_blocks(Tile{64, 256, 256, 2, 4, 2}, 2) == 1);       // 2 groups x 64
+  CHECK(apnn::rules::conv_min_blocks(Tile{128, 128, 256, 2, 8, 2}, 2) == 1);      // 512 threads
+  CHECK(contains(apnn::generate(pq, "sm_90a").source, "__launch_bounds__(kThreads, 1)"));
+  KernelSpec narrow = conv_pq;
+  narrow.tile = Tile{64, 128, 512, 3, 4, 2};
+  CHECK(contains(apnn::generate(apnn::canonicalize(narrow), "sm_90a").source, "__launch_bounds__(kThreads, 2)"));
   // Its launch asks for the core's aligned buffers plus the column table.
   const KernelSpec cc = apnn::canonicalize(conv);
   CHECK(apnn::rules::launch_shared_bytes(cc, "sm_90a") ==
