@@ -124,7 +124,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     // Fewer, wider K steps where the padding adds at most a third of K: a 3x3 conv of 64 or
     // 128 channels (K = 1152 bits) in 3 steps of 512 rather than 5 of 256. Each step costs
     // two block barriers: n128-56x56x64 w1a2 135.4 -> 118.9 us (bk 1024, 78% padding:
-    // 139.5 us), session 5 device call 11; the heuristic's quarter rule keeps 1024-bit steps.
+    // 139.5 us), session 5 device call 13; the heuristic's quarter rule keeps 1024-bit steps.
     if (w.bk == 256 && (p.K_bits + 511) / 512 * 512 * 3 <= p.K_bits * 4) w.bk = 512;
     if (p.K_bits >= 1024 && ((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count) w.bk = 1024;
     w.stages = 3;

@@ -32,7 +32,7 @@ int accumulator_regs(const Tile& t, int groups);
 // for blocks of at most 256 threads whose accumulators take at most 64 registers, capping
 // them at 128 per thread; else 1. A fused chain on the wgmma conv took 137 registers at
 // 64x128 (one 256-thread block per SM: n128-56x56x64 w1a2+q2 552 us, session 5 device call
-// 13); capped, 127 without spills.
+// 15); capped, 127 without spills (322 us, call 16).
 int conv_min_blocks(const Tile& t, int groups);
 int shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 
