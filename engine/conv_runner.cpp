@@ -135,6 +135,12 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     const int64_t tiles = int64_t{blocks(g.O, t.bm)} * col_tiles;
     if (tiles > (int64_t{1} << 31) - 1)
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} output tiles of {}x{}, above 2^31-1", tiles, t.bm, t.bn));
+    // The kernel counts columns as col_tiles * bn in int32 (a pooled tile holds bn / size^2
+    // windows, so this can pass N*O*Ho*Wo's limit by the window size).
+    if (col_tiles * t.bn > (int64_t{1} << 31) - 1)
+      throw Error(ErrorKind::InvalidInput,
+                  fmt::format("shape: {} column tiles of {} columns exceed 2^31-1 columns: use a smaller batch", col_tiles,
+                              t.bn));
     d.grid_x = static_cast<unsigned>(tiles);
     kernel_->module->launch(kConvKernel, d, args);
     return;
