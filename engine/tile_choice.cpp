@@ -121,14 +121,17 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     // the every-tile sweep of 10 bench convs (session 3, device run 9; measured in run 10).
     Tile w = h;
     if (w.bn <= 32) w.warps_n = 1;
+    if (p.K_bits >= 1024 && ((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count) w.bk = 1024;
+    w.stages = 3;
     // Fewer, wider K steps where the padding adds at most a third of K: a 3x3 conv of 64 or
     // 128 channels (K = 1152 bits) in 3 steps of 512 rather than 5 of 256. Each step costs
     // two block barriers: n128-56x56x64 w1a2 135.4 -> 118.9 us (bk 1024, 78% padding:
     // 139.5 us), session 5 device call 13; the heuristic's quarter rule keeps 1024-bit steps.
-    if (w.bk == 256 && (p.K_bits + 511) / 512 * 512 * 3 <= p.K_bits * 4) w.bk = 512;
-    if (p.K_bits >= 1024 && ((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count) w.bk = 1024;
-    w.stages = 3;
-    if (fits(s, w, t) && on_wgmma(s, w, t)) return w;
+    // Where the wider stages do not fit shared memory, the 256-bit tile.
+    Tile wide = w;
+    if (w.bk == 256 && (p.K_bits + 511) / 512 * 512 * 3 <= p.K_bits * 4) wide.bk = 512;
+    for (const Tile& c : {wide, w})
+      if (fits(s, c, t) && on_wgmma(s, c, t)) return c;
   }
   return h;
 }

@@ -225,6 +225,14 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   // K = 4608 (512 channels) takes 1024 (11% padding).
   CHECK(untuned_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100).bk == 512);
   CHECK(untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100).bk == 1024);
+  // Where 512-bit stages do not fit the device's shared memory, the 256-bit wgmma tile.
+  const Target small{"sm_90a", "small shared memory", 132, 48 * 1024};
+  const Tile narrow = untuned_tile(conv, batch, small);
+  KernelSpec on_small = conv;
+  on_small.tile = narrow;
+  CHECK(narrow.bk == 256);
+  CHECK(rules::use_wgmma(on_small, "sm_90a"));
+  CHECK(rules::launch_shared_bytes(on_small, "sm_90a") <= small.max_smem);
   // A 1x1 conv of 128 channels under one wave: K is 128 bits, so no 1024-bit steps.
   const KernelSpec conv1 = parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[1,1],"stride":[1,1],"pad":[0,0]})");
