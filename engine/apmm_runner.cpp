@@ -138,7 +138,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
                                                        t.bm, t.bn));
     d.block_x = rules::block_threads(t);
     d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
-    d.grid_x = kernel_->module->persistent_grid(kApmmKernel, rules::block_threads(t), d.smem_bytes, tiles);
+    d.grid_x = kernel_->module->persistent_grid(kApmmKernel, d.block_x, d.smem_bytes, tiles);
     return d;
   }
   d.grid_x = static_cast<unsigned>((M + t.bm - 1) / t.bm);

@@ -145,15 +145,15 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     kernel_->module->launch(kConvKernel, d, args);
     return;
   }
-  d.grid_x = blocks(g.O, t.bm);
-  d.grid_y = static_cast<unsigned>(std::min<int64_t>(col_tiles, int64_t{1} << 31));
   if (col_tiles > 65535)
     throw Error(ErrorKind::InvalidInput,
                 pool ? fmt::format("shape: {} pooled output pixels need {} column tiles of {} windows, above the grid "
                                    "limit 65535",
-                                   od.pixels(), d.grid_y, t.bn / (pool->size * pool->size))
+                                   od.pixels(), col_tiles, t.bn / (pool->size * pool->size))
                      : fmt::format("shape: {} output pixels need {} column tiles of {}, above the grid limit 65535",
-                                   g.N * g.Ho() * g.Wo(), d.grid_y, t.bn));
+                                   g.N * g.Ho() * g.Wo(), col_tiles, t.bn));
+  d.grid_x = blocks(g.O, t.bm);
+  d.grid_y = static_cast<unsigned>(col_tiles);
   kernel_->module->launch(kConvKernel, d, args);
 }
 

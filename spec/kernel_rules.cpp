@@ -100,7 +100,6 @@ Tile default_tile(const OperandFormat& w, const OperandFormat& x) {
 
 int staging_bytes(const Tile& t, const Epilogue& e) { return e.staged() ? t.bn * (t.bm + 4) * 4 : 0; }
 
-// APConv's column table: {colsum, nvalid} per tile column (templates/conv_sm80.cuh).
 // APConv's column table: 16 bytes per tile column (ConvColumn in templates/conv_sm80.cuh).
 static int conv_table_bytes(const Tile& t, const KernelSpec& spec) { return spec.op == Op::Apconv ? t.bn * 16 : 0; }
 

@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include "apnn/engine.h"
+#include "runtime/device.h"
 #include "test_util.h"
 
 struct TempCache {
@@ -24,6 +25,14 @@ struct TempCache {
   }
   ~TempCache() { std::filesystem::remove_all(dir); }
 };
+
+// For test cases of the sm_90a-only cores: true (after saying so) when this GPU is not sm_90a.
+inline bool skipped_without_sm90a(const char* core) {
+  const std::string arch = apnn::current_device().arch();
+  if (arch == "sm_90a") return false;
+  MESSAGE("skipped: the " << core << " needs sm_90a, this GPU is " << arch);
+  return true;
+}
 
 // Every (w_bits, x_bits) in 1..8 x 1..8 and every (w_enc, x_enc) pair: 576 apmm specs, each
 // with its default tile pinned (so a prewarm covers every shape they later run on).

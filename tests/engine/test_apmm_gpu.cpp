@@ -128,10 +128,7 @@ TEST_CASE("golden vectors (shared/vectors) on the GPU") {
 }
 
 TEST_CASE("sm_90a wgmma core: bit-exact for every encoding pair on shapes that are not tile multiples") {
-  if (current_device().arch() != "sm_90a") {
-    MESSAGE("skipped: the wgmma core needs sm_90a, this GPU is " << current_device().arch());
-    return;
-  }
+  if (skipped_without_sm90a("wgmma core")) return;
   TempCache cache;
   std::vector<KernelSpec> specs;
   const int pairs[][2] = {{1, 1}, {1, 2}, {2, 2}, {1, 4}, {4, 4}, {8, 8}};
@@ -169,10 +166,7 @@ TEST_CASE("sm_90a wgmma core: bit-exact for every encoding pair on shapes that a
 }
 
 TEST_CASE("sm_90a TMA core (tile.cluster 2): bit-exact on shapes that are not tile multiples") {
-  if (current_device().arch() != "sm_90a") {
-    MESSAGE("skipped: the TMA core needs sm_90a, this GPU is " << current_device().arch());
-    return;
-  }
+  if (skipped_without_sm90a("TMA core")) return;
   TempCache cache;
   std::vector<KernelSpec> specs;
   // The default wgmma tiles at bk 1024 (the X tile shared for w1a1 and w1a2, the W tile for w2a2 and
