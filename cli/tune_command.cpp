@@ -34,7 +34,7 @@ TuneProgress progress_printer() {
 
 std::string tile_text(const Tile& t) {
   return fmt::format("bm={:<3} bn={:<3} bk={:<4} stages={} warps={}x{}{}", t.bm, t.bn, t.bk, t.stages, t.warps_m, t.warps_n,
-                     t.cluster == 2 ? " cluster=2" : "");
+                     t.cluster > 1 ? fmt::format(" cluster={}", t.cluster) : "");
 }
 
 }  // namespace

@@ -66,12 +66,13 @@ PackedOperand ApmmRunner::pack_x(const DeviceBuffer& values, int64_t rows, int64
 
 namespace {
 
-// Tile pairs of the TMA core (templates/gemm_sm90a_tma.cuh, Pairs): the cluster's two
-// blocks are neighbours along M when they share the X tile, along N when they share W's.
-int64_t tma_pairs(const KernelSpec& s, int64_t M, int64_t N) {
+// Tile patches of the TMA core (templates/gemm_sm90a_tma.cuh, Patches): one per cluster
+// step, cm x cn neighbouring tiles.
+int64_t tma_patches(const KernelSpec& s, int64_t M, int64_t N) {
   const Tile& t = *s.tile;
+  const rules::ClusterShape c = rules::cluster_shape(t, s.w, s.x);
   const int64_t tm = (M + t.bm - 1) / t.bm, tn = (N + t.bn - 1) / t.bn;
-  return rules::cluster_shares_x(t, s.w, s.x) ? (tm + 1) / 2 * tn : tm * ((tn + 1) / 2);
+  return (tm + c.m - 1) / c.m * ((tn + c.n - 1) / c.n);
 }
 
 // The TMA core's view of a packed operand: a 3-D tensor of words (ld, rows, planes), read
@@ -119,16 +120,16 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
   LaunchDims d;
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
-  if (t.cluster == 2) {  // persistent clusters of 2 blocks, each with a producer warp
-    const int64_t pairs = tma_pairs(s, M, N);
-    if (pairs > (int64_t{1} << 30))
-      throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} tile pairs of {}x{}, above 2^30", M, N,
-                                                       pairs, t.bm, t.bn));
+  if (t.cluster > 1) {  // persistent clusters, each block with a producer warp
+    const int64_t patches = tma_patches(s, M, N);
+    if (patches > (int64_t{1} << 28))
+      throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} patches of {} tiles of {}x{}, above 2^28",
+                                                       M, N, patches, t.cluster, t.bm, t.bn));
     d.block_x = rules::block_threads(t);
     d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
-    d.grid_x = 2;
+    d.grid_x = static_cast<unsigned>(t.cluster);
     const int64_t resident = std::max(1, kernel_->module->max_active_clusters(kApmmKernel, d));
-    d.grid_x = static_cast<unsigned>(2 * std::min(pairs, resident));
+    d.grid_x = static_cast<unsigned>(t.cluster * std::min(patches, resident));
     return d;
   }
   if (wgmma) {
@@ -166,9 +167,11 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
     kernel_->module->launch(kApmmKernel, d, args);
     return;
   }
-  // Both wgmma cores take the output's tensor map for staged bulk stores; those need a row
-  // stride of whole 16 bytes, other widths store directly.
-  int tma_store = n % 4 == 0 && rules::wgmma_stages_output(t, s.w, s.x);
+  // Both wgmma cores take the output's tensor map for staged bulk stores (in a pipeline slot,
+  // or the TMA core's whole-tile staging); those need a row stride of whole 16 bytes, other
+  // widths store directly.
+  int tma_store =
+      n % 4 == 0 && (rules::wgmma_stages_output(t, s.w, s.x) || rules::tma_output_staging_bytes(t, s.w, s.x) > 0);
   CUtensorMap ymap{};
   if (tma_store) ymap = output_map(out.values, m, n);
   if (t.cluster == 1) {
@@ -179,9 +182,11 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   // The TMA core reads the operands through tensor maps, which hold their addresses: encoded
   // for every launch (host work of about a microsecond, against the tens of microseconds this
   // core is chosen for).
-  const bool shares_x = rules::cluster_shares_x(t, s.w, s.x);
-  CUtensorMap wmap = shares_x ? operand_map(w, s.w.bits, t.bm, s.w.bits) : operand_map(w, s.w.bits, t.bm / 2, 1);
-  CUtensorMap xmap = shares_x ? operand_map(x, s.x.bits, t.bn / 2, 1) : operand_map(x, s.x.bits, t.bn, s.x.bits);
+  // Boxes as the core loads them: a whole tile of all planes where no peer shares it, else
+  // this block's part of one plane.
+  const rules::ClusterShape c = rules::cluster_shape(t, s.w, s.x);
+  CUtensorMap wmap = c.n == 1 ? operand_map(w, s.w.bits, t.bm, s.w.bits) : operand_map(w, s.w.bits, t.bm / c.n, 1);
+  CUtensorMap xmap = c.m == 1 ? operand_map(x, s.x.bits, t.bn, s.x.bits) : operand_map(x, s.x.bits, t.bn / c.m, 1);
   void* args[] = {&wmap, &xmap, &ws, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
   kernel_->module->launch(kApmmKernel, d, args);
 }

@@ -184,7 +184,7 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
   auto keep = [&](const Tile& t) {
     if (!rules::check_kernel_tile(t, spec).empty()) return false;
     with.tile = t;
-    if (t.cluster == 2 && !rules::use_wgmma(with, arch)) return false;  // the TMA core: sm_90a's wgmma core on
+    if (t.cluster > 1 && !rules::use_wgmma(with, arch)) return false;  // the TMA core: sm_90a's wgmma core on
     return rules::launch_shared_bytes(with, arch) <= max_smem;
   };
   for (int bm : {16, 32, 64, 128, 256})
@@ -193,10 +193,10 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
         for (int stages : {2, 3, 4})
           for (int wm : {1, 2, 4, 8})
             for (int wn : {1, 2, 4, 8}) {
-              Tile t{bm, bn, bk, stages, wm, wn};
-              if (keep(t)) out.push_back(t);
-              t.cluster = 2;
-              if (keep(t)) out.push_back(t);
+              for (int cluster : {1, 2, 4, 8}) {
+                Tile t{bm, bn, bk, stages, wm, wn, cluster};
+                if (keep(t)) out.push_back(t);
+              }
             }
   return out;
 }

@@ -32,7 +32,8 @@ struct Traits {{
   static constexpr int kWBits = {wb}, kXBits = {xb};
   static constexpr int kBM = {bm}, kBN = {bn}, kBK = {bk};
   static constexpr int kWarpsM = {wm}, kWarpsN = {wn}, kStages = {stages};
-  static constexpr bool kClusterSharesX = {shares_x};  // tiles with cluster 2 (gemm_sm90a_tma.cuh)
+  static constexpr int kClusterM = {cluster_m}, kClusterN = {cluster_n};  // TMA core: the cluster patch (gemm_sm90a_tma.cuh)
+  static constexpr int kOutputStagingBytes = {output_staging};  // TMA core: whole-tile output staging
   static constexpr int kGroups = {groups};
   static constexpr int kOffsetW = {offw}, kOffsetX = {offx};
   static constexpr int kKh = {kh}, kKw = {kw}, kSh = {sh}, kSw = {sw}, kPh = {ph}, kPw = {pw};
@@ -84,9 +85,9 @@ extern "C" __global__ void __launch_bounds__(kThreads)
 }}
 )";
 
-// The TMA core's GEMM: a cluster of 2 blocks, the operands as tensor maps (apmm_runner.cpp).
+// The TMA core's GEMM: a cluster of blocks, the operands as tensor maps (apmm_runner.cpp).
 constexpr const char* kApmmTmaEntries = R"(
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
+extern "C" __global__ void __cluster_dims__({cluster}, 1, 1) __launch_bounds__(kThreads, 1)
 {apmm}(const __grid_constant__ apnn::TmaMap wmap, const __grid_constant__ apnn::TmaMap xmap,
        const apnn::i32* __restrict__ wsum, const apnn::i32* __restrict__ xsum, apnn::EpilogueArgs epi, int m, int n,
        int k, int ld, const __grid_constant__ apnn::TmaMap ymap, int tma_store) {{
@@ -131,14 +132,15 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   const rules::PlaneGroups groups = rules::plane_groups(spec.w, spec.x);
   const bool conv = spec.op == Op::Apconv;
   const bool wgmma = rules::use_wgmma(spec, arch);  // sm_90a: templates/apmm_sm90a.cuh, conv_sm90a.cuh
-  const bool tma = t.cluster == 2;                   // templates/apmm_sm90a_tma.cuh
+  const bool tma = t.cluster > 1;                    // templates/apmm_sm90a_tma.cuh
   if (tma && !wgmma)
     throw Error(ErrorKind::InvalidSpec,
-                fmt::format("tile.cluster 2 needs the sm_90a wgmma core; target arch '{}'{}", arch,
+                fmt::format("tile.cluster {} needs the sm_90a wgmma core; target arch '{}'{}", t.cluster, arch,
                             arch == "sm_90a" ? " has it disabled (APNN_DISABLE_WGMMA)" : ""));
   const char* core = conv ? (wgmma ? "conv_sm90a.cuh" : "conv_sm80.cuh")
                           : (tma ? "apmm_sm90a_tma.cuh" : (wgmma ? "apmm_sm90a.cuh" : "apmm_sm80.cuh"));
   const ConvParams c = conv ? spec.conv : ConvParams{1, 1, 1, 1, 0, 0};
+  const rules::ClusterShape cshape = rules::cluster_shape(t, spec.w, spec.x);
 
   std::vector<int> table;
   for (const auto& row : groups.group_of) table.insert(table.end(), row.begin(), row.end());
@@ -150,7 +152,9 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("version", kGeneratorVersion), fmt::arg("op", op_name(spec.op)), fmt::arg("wb", spec.w.bits),
       fmt::arg("xb", spec.x.bits), fmt::arg("we", encoding_name(spec.w.enc)), fmt::arg("xe", encoding_name(spec.x.enc)),
       fmt::arg("wenc", encoding_code(spec.w.enc)), fmt::arg("xenc", encoding_code(spec.x.enc)),
-      fmt::arg("core", core), fmt::arg("shares_x", rules::cluster_shares_x(t, spec.w, spec.x) ? "true" : "false"),
+      fmt::arg("core", core), fmt::arg("cluster", t.cluster),
+      fmt::arg("cluster_m", cshape.m), fmt::arg("cluster_n", cshape.n),
+      fmt::arg("output_staging", rules::tma_output_staging_bytes(t, spec.w, spec.x)),
       fmt::arg("threads_core", tma ? "GemmSm90aTma" : "GemmSm80"), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),
       fmt::arg("bm", t.bm), fmt::arg("bn", t.bn),
       fmt::arg("bk", t.bk), fmt::arg("wm", t.warps_m), fmt::arg("wn", t.warps_n), fmt::arg("stages", t.stages),

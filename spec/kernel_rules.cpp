@@ -51,7 +51,7 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
   if (!one_of(t.stages, {2, 3, 4})) return fmt::format("tile.stages must be one of 2, 3, 4, got {}", t.stages);
   if (!one_of(t.warps_m, {1, 2, 4, 8})) return fmt::format("tile.warps_m must be one of 1, 2, 4, 8, got {}", t.warps_m);
   if (!one_of(t.warps_n, {1, 2, 4, 8})) return fmt::format("tile.warps_n must be one of 1, 2, 4, 8, got {}", t.warps_n);
-  if (!one_of(t.cluster, {1, 2})) return fmt::format("tile.cluster must be 1 or 2, got {}", t.cluster);
+  if (!one_of(t.cluster, {1, 2, 4, 8})) return fmt::format("tile.cluster must be one of 1, 2, 4, 8, got {}", t.cluster);
   if (t.warps_m * t.warps_n * 32 > kMaxThreads)
     return fmt::format("tile.warps_m*warps_n = {} warps exceeds {} threads per block", t.warps_m * t.warps_n, kMaxThreads);
   if (t.bm % (16 * t.warps_m) != 0)
@@ -212,7 +212,7 @@ bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x)
 
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core) {
   const Tile& t = *spec.tile;
-  if (t.cluster == 2) return tma_shared_bytes(t, spec.w, spec.x);
+  if (t.cluster > 1) return tma_shared_bytes(t, spec.w, spec.x);
   return wgmma_core ? wgmma_core_bytes(t, spec) : kernel_shared_bytes(t, spec);
 }
 
@@ -225,26 +225,47 @@ bool cluster_shares_x(const Tile& t, const OperandFormat& w, const OperandFormat
   return x.bits * t.bn >= w.bits * t.bm;
 }
 
+ClusterShape cluster_shape(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  const bool x_larger = cluster_shares_x(t, w, x);
+  switch (t.cluster) {
+    case 2: return x_larger ? ClusterShape{2, 1} : ClusterShape{1, 2};
+    case 4: return {2, 2};
+    case 8: return x_larger ? ClusterShape{4, 2} : ClusterShape{2, 4};
+    default: return {1, 1};
+  }
+}
+
+int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  const int bytes = t.bm * t.bn * 4;
+  const bool fits = wgmma_shared_bytes(t, w, x) + bytes + kTmaBarrierBytes <= kMaxSharedBytes;
+  return t.cluster > 1 && (t.bn / t.warps_n) % 32 == 0 && fits ? bytes : 0;
+}
+
 int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
-  return wgmma_shared_bytes(t, w, x) + kTmaBarrierBytes;
+  return wgmma_shared_bytes(t, w, x) + tma_output_staging_bytes(t, w, x) + kTmaBarrierBytes;
 }
 
 std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
   if (t.cluster == 1) return {};
-  if (spec.op != Op::Apmm) return "tile.cluster 2 (the TMA core) is for op apmm only";
-  if (!spec.epilogue.empty()) return "tile.cluster 2 (the TMA core) has the plain int32 output only: no epilogue chain";
-  if (t.bk != 1024) return fmt::format("tile.cluster 2 needs bk 1024 (one 128-byte TMA row per operand row), got {}", t.bk);
-  if (std::string why = wgmma_tile_error(t, spec.w, spec.x); !why.empty()) return "tile.cluster 2: " + why;
-  const bool shares_x = cluster_shares_x(t, spec.w, spec.x);
-  if ((shares_x ? t.bn : t.bm) % 16 != 0)
-    return fmt::format("tile.cluster 2 multicasts half of the {} tile, which must be whole 8-row atoms: {} must be a "
-                       "multiple of 16, got {}",
-                       shares_x ? "X" : "W", shares_x ? "bn" : "bm", shares_x ? t.bn : t.bm);
+  const std::string field = fmt::format("tile.cluster {}", t.cluster);
+  if (spec.op != Op::Apmm) return field + " (the TMA core) is for op apmm only";
+  if (!spec.epilogue.empty()) return field + " (the TMA core) has the plain int32 output only: no epilogue chain";
+  if (t.bk != 1024) return fmt::format("{} needs bk 1024 (one 128-byte TMA row per operand row), got {}", field, t.bk);
+  if (std::string why = wgmma_tile_error(t, spec.w, spec.x); !why.empty()) return field + ": " + why;
+  const ClusterShape c = cluster_shape(t, spec.w, spec.x);
+  if (t.bm % (8 * c.n) != 0)
+    return fmt::format("{} multicasts 1/{} of the W tile, which must be whole 8-row atoms: bm must be a multiple of {}, "
+                       "got {}",
+                       field, c.n, 8 * c.n, t.bm);
+  if (t.bn % (8 * c.m) != 0)
+    return fmt::format("{} multicasts 1/{} of the X tile, which must be whole 8-row atoms: bn must be a multiple of {}, "
+                       "got {}",
+                       field, c.m, 8 * c.m, t.bn);
   if (block_threads(t) > kMaxThreads)
-    return fmt::format("tile.cluster 2 adds a producer warp: {} warps exceed {} threads per block",
-                       t.warps_m * t.warps_n + 1, kMaxThreads);
+    return fmt::format("{} adds a producer warp: {} warps exceed {} threads per block", field, t.warps_m * t.warps_n + 1,
+                       kMaxThreads);
   if (tma_shared_bytes(t, spec.w, spec.x) > kMaxSharedBytes)
-    return fmt::format("tile.cluster 2: tile needs {} bytes of shared memory with alignment and barriers, limit {}",
+    return fmt::format("{}: tile needs {} bytes of shared memory with alignment and barriers, limit {}", field,
                        tma_shared_bytes(t, spec.w, spec.x), kMaxSharedBytes);
   return {};
 }

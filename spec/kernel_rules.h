@@ -82,18 +82,32 @@ int launch_shared_bytes(const KernelSpec& spec, const std::string& arch);
 // costs only speed: without the map the kernel stores directly.
 bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 
-// --- The TMA-fed wgmma core (templates/gemm_sm90a_tma.cuh), tiles with cluster 2 ---
-// A cluster of 2 blocks computes neighbouring tiles that share one operand tile, loaded half
-// by each block and multicast to both: the X tile (neighbours along M) when q*bn >= p*bm,
-// else the W tile (neighbours along N). Each block has a producer warp beside its consumer
-// warps, and 2*stages mbarriers after its pipeline (kTmaBarrierBytes covers them).
+// --- The TMA-fed wgmma core (templates/gemm_sm90a_tma.cuh), tiles with cluster 2, 4 or 8 ---
+// A cluster of cm x cn blocks computes a patch of neighbouring tiles: the cn blocks of one M
+// tile share its W tile, the cm blocks of one N tile its X tile; each block loads 1/cn of
+// the W tile and 1/cm of the X tile and multicasts them. Cluster 2 shares the larger operand
+// tile (the X tile, cm = 2, when q*bn >= p*bm; else W's, cn = 2), cluster 4 both (2 x 2),
+// cluster 8 both, the larger one four ways. Each block has a producer warp beside its
+// consumer warps, and 2*stages mbarriers after its pipeline (kTmaBarrierBytes covers them).
 inline constexpr int kTmaBarrierBytes = 256;
 // Threads of a block running the tile: its warps, and the TMA core's producer warp.
-inline constexpr int block_threads(const Tile& t) { return 32 * (t.warps_m * t.warps_n + (t.cluster == 2 ? 1 : 0)); }
+inline constexpr int block_threads(const Tile& t) { return 32 * (t.warps_m * t.warps_n + (t.cluster > 1 ? 1 : 0)); }
 bool cluster_shares_x(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+struct ClusterShape {
+  int m = 1, n = 1;  // blocks along M (sharing an X tile) and along N (sharing a W tile)
+};
+ClusterShape cluster_shape(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+// The TMA core's whole-tile output staging (templates/apmm_sm90a.cuh, store_tile_staged): the
+// block's bm x bn int32 outputs in shared memory beside the pipeline, drained by bulk stores
+// while the next tile computes. Its bytes (bm*bn*4) where the tile runs on the TMA core, its
+// warpgroups' columns are whole 32-column boxes and it fits beside the pipeline; else 0 (the
+// output is stored as on the cp.async core).
+int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+// Pipeline, output staging and barriers.
 int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
-// Empty for cluster 1; for cluster 2 why the TMA core cannot run the tile (op apmm, no
-// epilogue, bk 1024, a wgmma tile, whole 8-row halves of the shared tile), naming the field.
+// Empty for cluster 1; otherwise why the TMA core cannot run the tile (op apmm, no epilogue,
+// bk 1024, a wgmma tile, whole 8-row atoms in each block's part of a shared tile), naming
+// the field.
 std::string tma_tile_error(const Tile& t, const KernelSpec& spec);
 
 // A wgmma tile for a precision: 2 warpgroups along M (bm 128, 256 threads), the widest

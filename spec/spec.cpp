@@ -44,13 +44,13 @@ Tile parse_tile(const json& t, const OperandFormat& w, const OperandFormat& x, s
   tile.bn = get_int(t, "bn", "tile.bn", 1, 1 << 20, origin);
   tile.bk = get_int(t, "bk", "tile.bk", 1, 1 << 20, origin);
   if (t.contains("stages")) tile.stages = get_int(t, "stages", "tile.stages", 2, 4, origin);
-  if (t.contains("cluster")) tile.cluster = get_int(t, "cluster", "tile.cluster", 1, 2, origin);
+  if (t.contains("cluster")) tile.cluster = get_int(t, "cluster", "tile.cluster", 1, 8, origin);
   const bool has_wm = t.contains("warps_m"), has_wn = t.contains("warps_n");
   if (has_wm != has_wn) fail(origin, "fields 'tile.warps_m' and 'tile.warps_n' must be given together");
   if (has_wm) {
     tile.warps_m = get_int(t, "warps_m", "tile.warps_m", 1, 16, origin);
     tile.warps_n = get_int(t, "warps_n", "tile.warps_n", 1, 16, origin);
-  } else if (tile.cluster == 2 && rules::choose_wgmma_warps(&tile, w, x)) {
+  } else if (tile.cluster > 1 && rules::choose_wgmma_warps(&tile, w, x)) {
     // The TMA core's warps are warpgroups: chosen by the wgmma rule, not choose_warps.
   } else {
     // No warp grid fits: report what no number of warps can fix (a field's value, shared

@@ -102,6 +102,58 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     }
   }
 
+  // The warp's values of 32 columns from n_base + 32*c into `buf`, one output box: 64 rows of
+  // 128 bytes with the 128-byte swizzle of the output's tensor map.
+  static constexpr int kBoxBytes = 64 * 128;
+  __device__ __forceinline__ void stage_box(const i32 (&acc)[T::kGroups][1][kNI][4], int c, const u32 (&row_term)[2],
+                                            u32 buf, int n_base, int row0, int g, int tig) const {
+    u32 col[4][2];
+    column_terms(n_base + c * 32, tig, col);
+#pragma unroll
+    for (int f = 0; f < 4; ++f)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = row0 + g + half * 8;
+        const int chunk = f * 2 + (tig >> 1);  // 16-byte chunk of the 128-byte row
+        const u32 addr = buf + r * 128 + ((chunk ^ (r & 7)) << 4) + (tig & 1) * 8;
+        const u32 v0 = row_term[half] + col[f][0] + Core80::combine(acc, 0, c * 4 + f, half * 2);
+        const u32 v1 = row_term[half] + col[f][1] + Core80::combine(acc, 0, c * 4 + f, half * 2 + 1);
+        asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
+      }
+  }
+
+  // The TMA core's whole-tile staging (T::kOutputStagingBytes, rules::tma_output_staging_bytes):
+  // the warpgroup's 64 x kWN outputs go into its own `region` of kWN/32 boxes, handed to the
+  // copy engine as one bulk group, and the warps go on to the next tile's mainloop while the
+  // output drains; they wait for the copy engine only before they overwrite the region, a
+  // tile later. Without a tensor map it is store(). (Measured in session 6: 3-4% faster for
+  // w2a2 at 8192^3, where it fits beside 4 stages; the output's writes still do not overlap
+  // the operand reads, NOTES-wgmma.md.)
+  __device__ __forceinline__ void store_tile_staged(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base,
+                                                    int g, int tig, u32 region) const {
+    if (ymap == nullptr) {
+      store(acc, m_base, n_base, g, tig);
+      return;
+    }
+    static_assert(kNI % 4 == 0, "whole-tile staging: whole 32-column boxes");
+    const int row0 = ((threadIdx.x >> 5) & 3) * 16;  // the warp's first row in its warpgroup's 64
+    const int wg = threadIdx.x >> 7;
+    const bool leader = (threadIdx.x & 127) == 0;
+    u32 row_term[2];
+    row_terms(m_base, g, row_term);
+    if (leader) ptx::bulk_wait_read<0>();  // the previous tile's boxes have been read out
+    ptx::named_barrier(1 + wg, 128);
+#pragma unroll
+    for (int c = 0; c < kNI / 4; ++c) stage_box(acc, c, row_term, region + c * kBoxBytes, n_base, row0, g, tig);
+    ptx::fence_proxy_async();  // the copy engine reads what these threads wrote
+    ptx::named_barrier(1 + wg, 128);
+    if (leader) {
+#pragma unroll
+      for (int c = 0; c < kNI / 4; ++c) ptx::tma_store_2d(ymap, n_base + c * 32, m_base - row0, region + c * kBoxBytes);
+      ptx::bulk_commit();
+    }
+  }
+
   // store()'s values through the copy engine (see kTmaStore); `staging` is this warpgroup's
   // pair of buffers. Without a tensor map it is store().
   __device__ __forceinline__ void store_staged(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base, int g,
@@ -117,24 +169,12 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     row_terms(m_base, g, row_term);
 #pragma unroll
     for (int c = 0; c < kNI / 4; ++c) {  // 32 columns: 4 fragments of 8
-      const u32 buf = staging + (c & 1) * (64 * 128);
+      const u32 buf = staging + (c & 1) * kBoxBytes;
       if (c >= 2) {  // the buffer's previous chunk has been read out
         if (leader) ptx::bulk_wait_read<1>();
         ptx::named_barrier(1 + wg, 128);
       }
-      u32 col[4][2];
-      column_terms(n_base + c * 32, tig, col);
-#pragma unroll
-      for (int f = 0; f < 4; ++f)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int r = row0 + g + half * 8;
-          const int chunk = f * 2 + (tig >> 1);  // 16-byte chunk of the 128-byte row
-          const u32 addr = buf + r * 128 + ((chunk ^ (r & 7)) << 4) + (tig & 1) * 8;
-          const u32 v0 = row_term[half] + col[f][0] + Core80::combine(acc, 0, c * 4 + f, half * 2);
-          const u32 v1 = row_term[half] + col[f][1] + Core80::combine(acc, 0, c * 4 + f, half * 2 + 1);
-          asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
-        }
+      stage_box(acc, c, row_term, buf, n_base, row0, g, tig);
       ptx::fence_proxy_async();  // the copy engine reads what these threads wrote
       ptx::named_barrier(1 + wg, 128);
       if (leader) {

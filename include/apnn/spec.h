@@ -16,8 +16,8 @@ namespace apnn {
 enum class Op { Apmm, Apconv };
 
 // Block tile of the output (bm x bn), K step in bits (bk), pipeline depth and warp grid.
-// cluster 2: the tile runs on the TMA-fed wgmma core (sm_90a APMM, bk 1024), where a pair of
-// blocks computing neighbouring tiles shares one operand tile through multicast.
+// cluster 2, 4 or 8: the tile runs on the TMA-fed wgmma core (sm_90a APMM, bk 1024), where a
+// cluster of blocks computing neighbouring tiles shares operand tiles through multicast.
 struct Tile {
   int bm = 64, bn = 64, bk = 512;
   int stages = 3;

@@ -305,12 +305,16 @@ TEST_CASE("cli: bad specs and options give exit 2 and one stderr line naming the
                {"enc.json", "w_enc", "bipolar"});
   expect_error(sb, {"compile", spec_with("bk.json", mod("tile", {{"bm", 64}, {"bn", 64}, {"bk", 128}})), "--arch", "sm_80"}, 2,
                {"bk.json", "tile.bk", "256, 512, 1024"});
-  // tile.cluster: out of range; 2 on a target without the sm_90a wgmma core (only sm_90a has it).
+  // tile.cluster: out of range, not a power of two; 2 on a target without the sm_90a wgmma
+  // core (only sm_90a has it).
   const json tma_tile = {{"bm", 128}, {"bn", 128}, {"bk", 1024}, {"stages", 4}, {"warps_m", 8}, {"warps_n", 1}, {"cluster", 2}};
   json bad_cluster = tma_tile;
-  bad_cluster["cluster"] = 4;
-  expect_error(sb, {"compile", spec_with("cluster4.json", mod("tile", bad_cluster)), "--arch", "sm_90a"}, 2,
-               {"cluster4.json", "tile.cluster", "1..2"});
+  bad_cluster["cluster"] = 16;
+  expect_error(sb, {"compile", spec_with("cluster16.json", mod("tile", bad_cluster)), "--arch", "sm_90a"}, 2,
+               {"cluster16.json", "tile.cluster", "1..8"});
+  bad_cluster["cluster"] = 3;
+  expect_error(sb, {"compile", spec_with("cluster3.json", mod("tile", bad_cluster)), "--arch", "sm_90a"}, 2,
+               {"cluster3.json", "tile.cluster", "1, 2, 4, 8", "3"});
   const std::string tma = spec_with("tma.json", mod("tile", tma_tile));
   for (const char* arch : {"sm_80", "sm_90"})
     expect_error(sb, {"compile", tma, "--arch", arch}, 2, {"tile.cluster 2", "sm_90a", std::string("'") + arch + "'"});

@@ -165,12 +165,13 @@ TEST_CASE("sm_90a wgmma core: bit-exact for every encoding pair on shapes that a
   verify_every_shape(engine, specs, shapes, 9000, "apmm wgmma core");
 }
 
-TEST_CASE("sm_90a TMA core (tile.cluster 2): bit-exact on shapes that are not tile multiples") {
+TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are not tile multiples") {
   if (skipped_without_sm90a("TMA core")) return;
   TempCache cache;
   std::vector<KernelSpec> specs;
-  // The default wgmma tiles at bk 1024 (the X tile shared for w1a1 and w1a2, the W tile for w2a2 and
-  // w4a4: q*bn < p*bm), each with three encoding pairs.
+  // The default wgmma tiles at bk 1024 (cluster 2: the X tile shared for w1a1 and w1a2, the W
+  // tile for w2a2 and w4a4: q*bn < p*bm), each with three encoding pairs; clusters 4 (2 x 2)
+  // and 8 (the larger tile shared four ways) with one.
   const int pairs[][2] = {{1, 1}, {1, 2}, {2, 2}, {4, 4}, {2, 8}};
   const Encoding encs[][2] = {{Encoding::Unsigned, Encoding::Unsigned}, {Encoding::Pm1, Encoding::Unsigned},
                               {Encoding::Signed, Encoding::Pm1}};
@@ -186,10 +187,18 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2): bit-exact on shapes that are not ti
       while (t.stages > 2 && !rules::tma_tile_error(t, s).empty()) --t.stages;
       s.tile = t;
       specs.push_back(s);
+      if (e[0] != Encoding::Pm1) continue;
+      for (int cluster : {4, 8}) {
+        s.tile->cluster = cluster;
+        INFO("w", pq[0], "a", pq[1], " cluster ", cluster, ": ", rules::tma_tile_error(*s.tile, s));
+        REQUIRE(rules::tma_tile_error(*s.tile, s).empty());
+        specs.push_back(s);
+      }
     }
   // Other arrangements: two warpgroups along N, one warpgroup (bm 64), 3 stages.
   const struct { int p, q; Tile t; } odd[] = {{1, 1, {64, 256, 1024, 3, 4, 2, 2}}, {1, 2, {64, 128, 1024, 4, 4, 1, 2}},
-                                              {3, 1, {64, 32, 1024, 3, 4, 1, 2}}};
+                                              {3, 1, {64, 32, 1024, 3, 4, 1, 2}},  {1, 1, {64, 256, 1024, 3, 4, 2, 4}},
+                                              {1, 2, {64, 128, 1024, 4, 4, 1, 8}}, {3, 1, {64, 32, 1024, 3, 4, 1, 8}}};
   for (const auto& o : odd) {
     KernelSpec s;
     s.w = {o.p, Encoding::Pm1};
@@ -200,10 +209,11 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2): bit-exact on shapes that are not ti
   for (const KernelSpec& s : specs) REQUIRE(rules::tma_tile_error(*s.tile, s) == "");
   prewarm(specs, "sm_90a");
   Engine engine;
-  // M=100: one M tile, so a cluster sharing X has a partner whose rows all lie past M.
-  // K=130 and 300: a single K step shorter than the 1024-bit box. The last two have more
-  // tile pairs than the persistent grid has clusters.
+  // M=100: one M tile, so a cluster sharing X has blocks whose rows all lie past M.
+  // K=130 and 300: a single K step shorter than the 1024-bit box. The last three have more
+  // tile patches than the persistent grid has clusters (for cluster 8, the last one).
   const ApmmShape shapes[] = {{1, 1, 1},         {7, 13, 300},      {100, 517, 1000}, {333, 517, 1000},
-                              {129, 65, 1025},   {4100, 1100, 130}, {300, 2000, 2100}, {1000, 3000, 3000}};
+                              {129, 65, 1025},   {4100, 1100, 130}, {300, 2000, 2100}, {1000, 3000, 3000},
+                              {1500, 2600, 2100}};
   verify_every_shape(engine, specs, shapes, 12000, "apmm TMA core");
 }

@@ -404,7 +404,7 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
   unsetenv("APNN_DISABLE_WGMMA");
 }
 
-TEST_CASE("generator: tile.cluster 2 emits the TMA core's cluster kernel on sm_90a, and nothing elsewhere") {
+TEST_CASE("generator: tile.cluster 2, 4, 8 emit the TMA core's cluster kernel on sm_90a, and nothing elsewhere") {
   KernelSpec tma = with_tile(make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned), 128, 128, 1024, 4, 8, 1);
   tma.tile->cluster = 2;
   const GeneratedSource g = apnn::generate(tma, "sm_90a");
@@ -413,11 +413,20 @@ TEST_CASE("generator: tile.cluster 2 emits the TMA core's cluster kernel on sm_9
   CHECK(contains(g.source, "__cluster_dims__(2, 1, 1)"));
   CHECK(contains(g.source, "const __grid_constant__ apnn::TmaMap wmap"));
   CHECK(contains(g.source, "apnn::apmm_sm90a_tma<Traits>("));
-  CHECK(contains(g.source, "kClusterSharesX = true"));  // 2 planes x 128 X rows >= 128 W rows
+  CHECK(contains(g.source, "kClusterM = 2, kClusterN = 1"));  // 2 planes x 128 X rows >= 128 W rows: X shared
+  CHECK(contains(g.source, "kOutputStagingBytes = 0"));        // 192 KB of stages + 64 KB of output do not fit
   CHECK(g.kernels == apnn::generate(make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned)).kernels);  // packers too
   KernelSpec w2a2 = with_tile(make_spec(2, Encoding::Signed, 2, Encoding::Unsigned), 128, 64, 1024, 4, 8, 1);
   w2a2.tile->cluster = 2;
-  CHECK(contains(apnn::generate(w2a2, "sm_90a").source, "kClusterSharesX = false"));
+  const std::string w2a2_src = apnn::generate(w2a2, "sm_90a").source;
+  CHECK(contains(w2a2_src, "kClusterM = 1, kClusterN = 2"));  // W shared
+  CHECK(contains(w2a2_src, "kOutputStagingBytes = 32768"));   // 192 KB of stages + 32 KB of output fit
+  for (int cluster : {4, 8}) {
+    w2a2.tile->cluster = cluster;
+    const std::string src = apnn::generate(w2a2, "sm_90a").source;
+    CHECK(contains(src, fmt::format("__cluster_dims__({}, 1, 1)", cluster)));
+    CHECK(contains(src, cluster == 4 ? "kClusterM = 2, kClusterN = 2" : "kClusterM = 2, kClusterN = 4"));
+  }
   // Cluster 1 on the same tile is the cp.async wgmma core; its source differs.
   KernelSpec plain = tma;
   plain.tile->cluster = 1;

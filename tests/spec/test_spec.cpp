@@ -634,7 +634,7 @@ TEST_CASE("spec: apconv canonical JSON carries the geometry and round-trips") {
   CHECK_FALSE(mm.contains("pad"));
 }
 
-TEST_CASE("spec: tile.cluster is 1 or 2; cluster 2 needs an apmm wgmma tile of bk 1024 without a chain") {
+TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile of bk 1024 without a chain") {
   const json tma = {{"bm", 128}, {"bn", 128}, {"bk", 1024}, {"stages", 4}, {"warps_m", 8}, {"warps_n", 1}, {"cluster", 2}};
   const KernelSpec s = apnn::parse_spec(with_tile(base_spec(), tma), kOrigin);
   REQUIRE(s.tile);
@@ -646,7 +646,7 @@ TEST_CASE("spec: tile.cluster is 1 or 2; cluster 2 needs an apmm wgmma tile of b
   plain.erase("cluster");
   CHECK_FALSE(contains(apnn::canonical_json(apnn::parse_spec(with_tile(base_spec(), plain), kOrigin)), "cluster"));
   CHECK(apnn::spec_id(s) != apnn::spec_id(apnn::parse_spec(with_tile(base_spec(), plain), kOrigin)));
-  for (const json& bad : {json(0), json(3), json("2"), json(2.5)}) {
+  for (const json& bad : {json(0), json(3), json(6), json(16), json("2"), json(2.5)}) {
     json t = tma;
     t["cluster"] = bad;
     expect_rejected(with_tile(base_spec(), t), {"tile.cluster"});
@@ -686,7 +686,40 @@ TEST_CASE("spec: tile.cluster is 1 or 2; cluster 2 needs an apmm wgmma tile of b
   CHECK(contains(why, "multiple of 16"));
   CHECK(apnn::rules::tma_tile_error(Tile{64, 16, 1024, 2, 4, 1, 2}, deep).empty());
   CHECK(apnn::rules::tma_tile_error(Tile{64, 8, 1024, 2, 4, 1, 1}, deep).empty());  // cluster 1: no TMA rules
-  // Shared memory counts the barriers.
+  // Clusters 4 and 8 share both tiles: 2 x 2, or the larger tile four ways.
+  using apnn::rules::cluster_shape;
+  CHECK(cluster_shape(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1).m == 2);
+  CHECK(cluster_shape(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1).n == 1);
+  CHECK(cluster_shape(Tile{128, 64, 1024, 4, 8, 1, 2}, w2, a2).m == 1);
+  CHECK(cluster_shape(Tile{128, 64, 1024, 4, 8, 1, 2}, w2, a2).n == 2);
+  CHECK(cluster_shape(Tile{128, 256, 1024, 4, 8, 1, 4}, w1, a1).m == 2);
+  CHECK(cluster_shape(Tile{128, 256, 1024, 4, 8, 1, 4}, w1, a1).n == 2);
+  CHECK(cluster_shape(Tile{128, 256, 1024, 4, 8, 1, 8}, w1, a1).m == 4);
+  CHECK(cluster_shape(Tile{128, 256, 1024, 4, 8, 1, 8}, w1, a1).n == 2);
+  CHECK(cluster_shape(Tile{128, 64, 1024, 4, 8, 1, 8}, w2, a2).m == 2);
+  CHECK(cluster_shape(Tile{128, 64, 1024, 4, 8, 1, 8}, w2, a2).n == 4);
+  CHECK(cluster_shape(Tile{128, 64, 1024, 4, 8, 1, 1}, w2, a2).m == 1);
+  // Each block's part of a shared tile is whole 8-row atoms: w1a8 64x16 shares X (8 x 16
+  // rows) four ways in a cluster of 8, so bn must be a multiple of 32.
+  const std::string why8 = apnn::rules::tma_tile_error(Tile{64, 16, 1024, 2, 4, 1, 8}, deep);
+  CHECK(contains(why8, "tile.cluster 8"));
+  CHECK(contains(why8, "multiple of 32"));
+  CHECK(apnn::rules::tma_tile_error(Tile{64, 32, 1024, 2, 4, 1, 8}, deep).empty());
+  KernelSpec w2a2_spec;
+  w2a2_spec.w = w2;
+  w2a2_spec.x = a2;
+  CHECK(apnn::rules::tma_tile_error(Tile{128, 64, 1024, 4, 8, 1, 8}, w2a2_spec).empty());  // bm 128 / 4: 32-row parts
+  // Shared memory counts the barriers and, where it fits beside the pipeline, the whole-tile
+  // output staging (bm*bn int32): not at 128x256 with 4 stages (192 KB + 128 KB), at 128x128.
+  using apnn::rules::tma_output_staging_bytes;
+  CHECK(tma_output_staging_bytes(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1) == 0);
   CHECK(apnn::rules::tma_shared_bytes(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1) ==
         apnn::rules::wgmma_shared_bytes(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1) + apnn::rules::kTmaBarrierBytes);
+  CHECK(tma_output_staging_bytes(Tile{128, 128, 1024, 4, 8, 1, 2}, w1, a1) == 128 * 128 * 4);
+  CHECK(apnn::rules::tma_shared_bytes(Tile{128, 128, 1024, 4, 8, 1, 4}, w1, a1) ==
+        apnn::rules::wgmma_shared_bytes(Tile{128, 128, 1024, 4, 8, 1, 4}, w1, a1) + 128 * 128 * 4 +
+            apnn::rules::kTmaBarrierBytes);
+  CHECK(tma_output_staging_bytes(Tile{128, 64, 1024, 4, 8, 1, 2}, w2, a2) == 128 * 64 * 4);  // 192 + 32 KB: fits
+  CHECK(tma_output_staging_bytes(Tile{128, 128, 1024, 4, 8, 1, 1}, w1, a1) == 0);          // cp.async core
+  CHECK(tma_output_staging_bytes(Tile{64, 16, 1024, 2, 4, 1, 2}, deep.w, deep.x) == 0);      // 16-column warpgroups
 }
