@@ -83,7 +83,12 @@ nlohmann::json Report::to_json() const {
            {{"wgmma_b1_and_tops", peaks.wgmma_b1_tops},
             {"mma_sync_b1_and_tops", peaks.mma_sync_b1_tops},
             {"dram_write_gbs", peaks.dram_write_gbs},
-            {"launch_floor_us", peaks.launch_floor_us}}},
+            {"launch_floor_us", peaks.launch_floor_us},
+            {"l2_read_gbs", peaks.l2_read_gbs},
+            {"overlap",
+             {{"wgmma_b1_and_tops", peaks.overlap_wgmma_tops},
+              {"write_gbs", peaks.overlap_write_gbs},
+              {"l2_read_gbs", peaks.overlap_read_gbs}}}}},
           {"settings", settings},
           {"rows", rows_j},
           {"fusion", fusion}};

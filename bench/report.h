@@ -31,7 +31,7 @@ struct Row {
   uint64_t checked = 0, mismatches = 0;  // ours: output elements compared with the CPU reference
   nlohmann::json spec;     // ours: the canonical kernel spec
   std::string tile_source; // ours: "tuned" (apnn tune's recorded winner) or "untuned"
-  std::string core;        // ours: "wgmma", "wgmma-tma" (tile.cluster 2) or "mma.sync" (rules::use_wgmma)
+  std::string core;        // ours: "wgmma", "wgmma-tmaC" (tile.cluster C) or "mma.sync" (rules::use_wgmma)
 };
 
 Row make_row(const std::string& op, const std::string& shape, const nlohmann::json& dims, double ops,
@@ -43,6 +43,11 @@ struct Peaks {
   double dram_write_gbs = 0;    // device memory write bandwidth (cuMemsetD32 over 2 GiB); 0: not measured
   double launch_floor_us = 0;   // an empty kernel (one wave of blocks) under the timing rule: the
                                 // per-launch time below which no row can go; 0: not measured
+  // The overlap probe (sm_90a; 0: not measured): bulk copies from an L2-resident buffer into
+  // shared memory on every SM, alone; then wgmma at full issue, 16-byte stores into a buffer
+  // past the L2 and those reads, all at once. Whether the GEMM's three streams can overlap.
+  double l2_read_gbs = 0;
+  double overlap_wgmma_tops = 0, overlap_write_gbs = 0, overlap_read_gbs = 0;
 };
 
 // Bytes of the int32 output of a row's shape (M*N, or N*O*Ho*Wo for a convolution), and the

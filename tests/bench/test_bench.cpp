@@ -173,6 +173,15 @@ TEST_CASE("bench: JSON rows carry TOPS, the best vendor, speedup and binary effi
   CHECK(doc.at("format") == "apnn-bench-1");
   CHECK(doc.at("rows").size() == rep.rows.size());
   CHECK(doc.at("peaks").at("wgmma_b1_and_tops") == 16000);
+  rep.peaks.l2_read_gbs = 7000;
+  rep.peaks.overlap_wgmma_tops = 15000;
+  rep.peaks.overlap_write_gbs = 2300;
+  rep.peaks.overlap_read_gbs = 2100;
+  const nlohmann::json probe = rep.to_json().at("peaks");
+  CHECK(probe.at("l2_read_gbs") == 7000);
+  CHECK(probe.at("overlap").at("wgmma_b1_and_tops") == 15000);
+  CHECK(probe.at("overlap").at("write_gbs") == 2300);
+  CHECK(probe.at("overlap").at("l2_read_gbs") == 2100);
 
   const auto panels = rep.speedup_panels();
   REQUIRE(panels.size() == 1);
@@ -250,8 +259,13 @@ TEST_CASE("bench: the peak probes' source names its kernels and instructions") {
   CHECK(contains(without, "mma_b1_peak"));
   CHECK(contains(without, "m16n8k256.row.col.s32.b1.b1.s32.and.popc"));
   CHECK_FALSE(contains(without, "wgmma"));
+  // The overlap probe: wgmma, stores and bulk reads in one block, each behind its flag.
+  CHECK(contains(with, "extern \"C\" __global__ void __launch_bounds__(512, 1) overlap_probe"));
+  CHECK(contains(with, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
+  CHECK(contains(with, "st.global.v4.u32"));
+  CHECK_FALSE(contains(without, "overlap_probe"));
   // NVRTC needs no GPU: the probes must compile for the archs that run them.
-  GeneratedSource src{"apnn_peak_probe.cu", with, {}, {"mma_b1_peak", "wgmma_b1_peak"}};
+  GeneratedSource src{"apnn_peak_probe.cu", with, {}, {"mma_b1_peak", "wgmma_b1_peak", "overlap_probe"}};
   CHECK_FALSE(compile_cubin(src, "sm_90a").cubin.empty());
   src.source = without;
   CHECK_FALSE(compile_cubin(src, "sm_80").cubin.empty());
