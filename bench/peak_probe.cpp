@@ -83,8 +83,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) wgmma_b1_peak(int iters, in
 // wgmma_b1_peak (flag 1); warpgroup 2 stores 16-byte vectors into the block's slice of a
 // buffer far larger than the L2 (flag 2); one thread of warpgroup 3 keeps 4 bulk copies of
 // 16 KB from an L2-resident buffer into shared memory in flight, as the TMA core's producer
-// does (flag 4). With wgmma on, the others run until it finishes; else for `fixed` rounds.
-// counters[0] and [1] count the bytes stored and read.
+// does (flag 4). The L2 policies are the GEMM's: reads evict_last, stores evict_first, so
+// the stores do not push the read buffer out of L2. With wgmma on, the others run until it
+// finishes; else for `fixed` rounds. counters[0] and [1] count the bytes stored and read.
 extern "C" __global__ void __launch_bounds__(512, 1) overlap_probe(int iters, int flags, int fixed, u32* dst,
     unsigned long long dst_words, const u32* src, unsigned long long src_chunks, unsigned long long* counters,
     int* sink) {{
@@ -122,18 +123,20 @@ extern "C" __global__ void __launch_bounds__(512, 1) overlap_probe(int iters, in
     const unsigned long long slice = dst_words / gridDim.x / 4 * 4;
     u32* base = dst + blockIdx.x * slice;
     unsigned long long pos = 4 * t, n = 0;
+    u64 first;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(first));
     for (int it = 0;; ++it) {{
       if (mma_on ? (it % 16 == 0 && *done) : it >= fixed) break;
 #pragma unroll
       for (int u = 0; u < 8; ++u) {{
-        asm volatile("st.global.v4.u32 [%0], {{%1, %2, %3, %4}};\n" ::"l"(base + pos), "r"(it), "r"(u), "r"((u32)pos),
-                     "r"(7u) : "memory");
+        asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {{%1, %2, %3, %4}}, %5;\n" ::"l"(base + pos), "r"(it), "r"(u),
+                     "r"((u32)pos), "r"(7u), "l"(first) : "memory");
         pos += 4 * 128;
         if (pos + 4 > slice) pos = 4 * t;
       }}
-      n += 8 * 128 * 16;
+      n += 8 * 32 * 16;  // this warp's bytes
     }}
-    if (t == 0) atomicAdd(counters, n);
+    if ((t & 31) == 0) atomicAdd(counters, n);
   }} else {{
     if (!(flags & 4) || t != 0) return;
     const u32 bar0 = (u32)__cvta_generic_to_shared(smem + 65536 + 64);
@@ -141,6 +144,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) overlap_probe(int iters, in
     for (int s = 0; s < 4; ++s) asm volatile("mbarrier.init.shared.b64 [%0], 1;\n" ::"r"(bar0 + 8 * s));
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     unsigned long long chunk = (blockIdx.x * 7ull) % src_chunks, n = 0;
+    u64 last;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(last));
     int it = 0;
     for (;; ++it) {{
       if (mma_on ? (*done != 0) : it >= fixed) break;
@@ -149,8 +154,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) overlap_probe(int iters, in
         asm volatile("{{\n.reg .pred P;\nW_%=:\nmbarrier.try_wait.parity.shared.b64 P, [%0], %1;\n@!P bra W_%=;\n}}\n"
                      ::"r"(bar), "r"((u32)((it / 4 - 1) & 1)) : "memory");
       asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(bar), "r"(16384) : "memory");
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                   ::"r"(buf0 + (it % 4) * 16384), "l"(src + chunk * 4096), "r"(16384), "r"(bar) : "memory");
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n"
+                   ::"r"(buf0 + (it % 4) * 16384), "l"(src + chunk * 4096), "r"(16384), "r"(bar), "l"(last) : "memory");
       chunk = chunk + 1 == src_chunks ? 0 : chunk + 1;
       n += 16384;
     }}
@@ -258,8 +263,15 @@ Peaks measure_peaks(const TimingRule& rule) {
   // Write bandwidth: the driver's memset over 2 GiB (far past the L2), best of three; then on
   // sm_90a the overlap probe over the same buffer. 0 (not measured, said on stderr) where
   // 2 GiB cannot be allocated.
+  DeviceBuffer big;
   try {
-    DeviceBuffer big(size_t{2} << 30);
+    big = DeviceBuffer(size_t{2} << 30);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Driver) throw;
+    std::fprintf(stderr, "bench: memory bandwidth and overlap not measured: %s\n", e.what());
+    return p;
+  }
+  {
     big.fill_u32_async(0);
     EventTimer timer;
     for (int r = 0; r < 3; ++r) {
@@ -267,12 +279,8 @@ Peaks measure_peaks(const TimingRule& rule) {
       big.fill_u32_async(static_cast<uint32_t>(r));
       p.dram_write_gbs = std::max(p.dram_write_gbs, static_cast<double>(big.bytes()) / (timer.stop_ms() * 1e-3) / 1e9);
     }
-    if (wgmma) measure_overlap(m, big, &p);
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::Driver) throw;
-    std::fprintf(stderr, "bench: memory bandwidth not measured: %s\n", e.what());
-    p.dram_write_gbs = 0;
   }
+  if (wgmma) measure_overlap(m, big, &p);
   return p;
 }
 

@@ -128,7 +128,7 @@ int run_bench(const BenchOptions& o) {
         "written, {:.0f} GB/s read\n",
         report.peaks.l2_read_gbs, report.peaks.overlap_wgmma_tops, report.peaks.overlap_write_gbs,
         report.peaks.overlap_read_gbs);
-  std::fprintf(stderr, "bench: %s", overlap_line.c_str());
+  if (!overlap_line.empty()) std::fprintf(stderr, "bench: %s", overlap_line.c_str());
   Engine engine;
   prewarm(engine, plan, report.arch);
   Section section{engine, report, o.rule, l2_bytes()};

@@ -87,6 +87,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
 
 // The TMA core's GEMM: a cluster of blocks, the operands as tensor maps (apmm_runner.cpp).
 constexpr const char* kApmmTmaEntries = R"(
+static_assert(apnn::GemmSm90aTma<Traits>::kSmemBytes <= {launch_smem});  // within what the host launches with
 extern "C" __global__ void __cluster_dims__({cluster}, 1, 1) __launch_bounds__(kThreads, 1)
 {apmm}(const __grid_constant__ apnn::TmaMap wmap, const __grid_constant__ apnn::TmaMap xmap,
        const apnn::i32* __restrict__ wsum, const apnn::i32* __restrict__ xsum, apnn::EpilogueArgs epi, int m, int n,
@@ -155,6 +156,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("core", core), fmt::arg("cluster", t.cluster),
       fmt::arg("cluster_m", cshape.m), fmt::arg("cluster_n", cshape.n),
       fmt::arg("output_staging", rules::tma_output_staging_bytes(t, spec.w, spec.x)),
+      fmt::arg("launch_smem", tma ? rules::core_shared_bytes(spec, true) : 0),
       fmt::arg("threads_core", tma ? "GemmSm90aTma" : "GemmSm80"), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),
       fmt::arg("bm", t.bm), fmt::arg("bn", t.bn),
       fmt::arg("bk", t.bk), fmt::arg("wm", t.warps_m), fmt::arg("wn", t.warps_n), fmt::arg("stages", t.stages),

@@ -77,9 +77,10 @@ bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x)
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core);
 int launch_shared_bytes(const KernelSpec& spec, const std::string& arch);
 // Whether the wgmma APMM cores (cp.async and TMA) stage their int32 output for bulk tensor stores
-// (templates/apmm_sm90a.cuh, kTmaStore: 256 columns per warpgroup, and a pipeline slot that
-// holds 16 KB per warpgroup); the runner then encodes the output's tensor map. A mismatch
-// costs only speed: without the map the kernel stores directly.
+// in a pipeline slot (templates/apmm_sm90a.cuh, kTmaStore: 256 columns per warpgroup, and a
+// slot that holds 16 KB per warpgroup; on the TMA core, whole-tile staging comes first where
+// tma_output_staging_bytes allows it); the runner then encodes the output's tensor map. A
+// mismatch costs only speed: without the map the kernel stores directly.
 bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 
 // --- The TMA-fed wgmma core (templates/gemm_sm90a_tma.cuh), tiles with cluster 2, 4 or 8 ---
@@ -88,7 +89,8 @@ bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFor
 // the W tile and 1/cm of the X tile and multicasts them. Cluster 2 shares the larger operand
 // tile (the X tile, cm = 2, when q*bn >= p*bm; else W's, cn = 2), cluster 4 both (2 x 2),
 // cluster 8 both, the larger one four ways. Each block has a producer warp beside its
-// consumer warps, and 2*stages mbarriers after its pipeline (kTmaBarrierBytes covers them).
+// consumer warps, and 2*stages mbarriers after its pipeline and output staging
+// (kTmaBarrierBytes covers them).
 inline constexpr int kTmaBarrierBytes = 256;
 // Threads of a block running the tile: its warps, and the TMA core's producer warp.
 inline constexpr int block_threads(const Tile& t) { return 32 * (t.warps_m * t.warps_n + (t.cluster > 1 ? 1 : 0)); }

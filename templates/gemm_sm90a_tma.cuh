@@ -37,7 +37,7 @@ struct GemmSm90aTma {
   static constexpr int kStageBytes = Base::kStageBytes;
   static constexpr int kCM = T::kClusterM, kCN = T::kClusterN, kCluster = kCM * kCN;
   static constexpr int kPeers = kCM + kCN - 1;  // blocks whose producers write into this block
-  static constexpr int kConsumersBarrier = 8;  // named barrier of all consumer warps (1..4: store_staged's)
+  static constexpr int kConsumersBarrier = 8;  // named barrier of all consumer warps (1..4: the warpgroups' stores)
   static constexpr int kWarpgroups = kConsumerWarps / 4;
   // The pipeline, the output staging (T::kOutputStagingBytes, 0 where the output is stored
   // otherwise), then 2*kStages mbarriers (host: rules::kTmaBarrierBytes covers 16 stages).
@@ -99,8 +99,9 @@ struct GemmSm90aTma {
     }
   }
 
-  // Problem: m/n bounds and store() as for GemmSm90a (ApmmProblemSm90a); its operand
-  // pointers are not read (the tensor maps describe the operands).
+  // Problem: m/n bounds and store(), store_staged(), store_tile_staged() and finish_stores()
+  // (ApmmProblemSm90a); its operand pointers are not read (the tensor maps describe the
+  // operands).
   template <class Problem>
   static __device__ __forceinline__ void run(u32* smem_raw, const TmaMap* wmap, const TmaMap* xmap, const Problem& prob) {
     const u32 raw_addr = ptx::smem_addr(smem_raw);

@@ -63,9 +63,10 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
 }
 
 // A 3-D box of `map` at (c0, c1, c2) into shared memory at dst, completing on mbarrier bar.
-// L2 policies of the TMA core's copies: operand tiles, read by many blocks, stay (evict_last);
-// output boxes, written once, go first (evict_first). Measured in session 6 at 4096x4096x8192
-// (NOTES-wgmma.md): w1a1 43.2 -> 39.9 us, w1a2 62.0 -> 60.2, w2a2 94.4 -> 93.5.
+// L2 policies of the bulk copies: operand tiles, read by many blocks, stay (evict_last);
+// output boxes, written once, go first (evict_first; the cp.async core's staged stores use
+// them too). Measured on the TMA core in session 6 at 4096x4096x8192 (NOTES-wgmma.md): w1a1
+// 43.2 -> 39.9 us, w1a2 62.0 -> 60.2, w2a2 94.4 -> 93.5.
 __device__ __forceinline__ u64 policy_evict_last() {
   u64 p;
   asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));

@@ -262,7 +262,8 @@ TEST_CASE("bench: the peak probes' source names its kernels and instructions") {
   // The overlap probe: wgmma, stores and bulk reads in one block, each behind its flag.
   CHECK(contains(with, "extern \"C\" __global__ void __launch_bounds__(512, 1) overlap_probe"));
   CHECK(contains(with, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
-  CHECK(contains(with, "st.global.v4.u32"));
+  CHECK(contains(with, "st.global.L2::cache_hint.v4.u32"));  // the GEMM's L2 policies: stores evict_first
+  CHECK(contains(with, "complete_tx::bytes.L2::cache_hint"));  // and reads evict_last
   CHECK_FALSE(contains(without, "overlap_probe"));
   // NVRTC needs no GPU: the probes must compile for the archs that run them.
   GeneratedSource src{"apnn_peak_probe.cu", with, {}, {"mma_b1_peak", "wgmma_b1_peak", "overlap_probe"}};

@@ -250,8 +250,10 @@ TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's t
   const std::vector<Tile> a100 = legal_tiles(w1a2(), "sm_80", limit);
   Tile tma;
   REQUIRE(rules::wgmma_tile(&tma, w1a2().w, w1a2().x));
-  tma.cluster = 2;
-  CHECK(std::count(h100.begin(), h100.end(), tma) == 1);
+  for (int cluster : {2, 4, 8}) {  // each cluster size of the default wgmma tile, once
+    tma.cluster = cluster;
+    CHECK(std::count(h100.begin(), h100.end(), tma) == 1);
+  }
   CHECK(std::none_of(a100.begin(), a100.end(), [](const Tile& t) { return t.cluster != 1; }));
   // sm_90a: the cluster-1 tiles plus their TMA variants.
   CHECK(h100.size() > a100.size());

@@ -672,7 +672,7 @@ TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile 
   json chain = with_tile(base_spec(), tma);
   chain["epilogue"] = json::array({{{"op", "relu"}}});
   expect_rejected(chain, {"tile.cluster 2", "epilogue"});
-  // The cluster shares the operand tile with more rows; each block loads half of it, which
+  // Cluster 2 shares the operand tile with more rows; each block loads half of it, which
   // must be whole 8-row atoms.
   const OperandFormat w1{1, Encoding::Unsigned}, a1{1, Encoding::Unsigned}, w2{2, Encoding::Signed}, a2{2, Encoding::Unsigned};
   CHECK(apnn::rules::cluster_shares_x(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1));        // 256 X rows vs 128 W rows
