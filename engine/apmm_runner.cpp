@@ -181,9 +181,8 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   }
   // The TMA core reads the operands through tensor maps, which hold their addresses: encoded
   // for every launch (host work of about a microsecond, against the tens of microseconds this
-  // core is chosen for).
-  // Boxes as the core loads them: a whole tile of all planes where no peer shares it, else
-  // this block's part of one plane.
+  // core is chosen for), with boxes as the core loads them: a whole tile of all planes where
+  // no peer shares it, else this block's part of one plane.
   const rules::ClusterShape c = rules::cluster_shape(t, s.w, s.x);
   CUtensorMap wmap = c.n == 1 ? operand_map(w, s.w.bits, t.bm, s.w.bits) : operand_map(w, s.w.bits, t.bm / c.n, 1);
   CUtensorMap xmap = c.m == 1 ? operand_map(x, s.x.bits, t.bn, s.x.bits) : operand_map(x, s.x.bits, t.bn / c.m, 1);

@@ -58,11 +58,8 @@ KernelSpec with_tile(const KernelSpec& s, const Tile& tile) {
 
 bool on_wgmma(const KernelSpec& s, const Tile& tile, const Target& t) { return rules::use_wgmma(with_tile(s, tile), t.arch); }
 
-// Legal for the spec and within the target's shared memory, on the core it would run on; a
-// TMA-core tile (cluster > 1) only where the wgmma core is on (sm_90a, APNN_DISABLE_WGMMA unset).
 bool fits(const KernelSpec& s, const Tile& tile, const Target& t) {
-  return rules::check_kernel_tile(tile, s).empty() && (tile.cluster == 1 || on_wgmma(s, tile, t)) &&
-         rules::launch_shared_bytes(with_tile(s, tile), t.arch) <= t.max_smem;
+  return rules::launchable(with_tile(s, tile), t.arch, t.max_smem);
 }
 
 }  // namespace

@@ -182,10 +182,8 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
   std::vector<Tile> out;
   KernelSpec with = spec;
   auto keep = [&](const Tile& t) {
-    if (!rules::check_kernel_tile(t, spec).empty()) return false;
     with.tile = t;
-    if (t.cluster > 1 && !rules::use_wgmma(with, arch)) return false;  // the TMA core: sm_90a's wgmma core on
-    return rules::launch_shared_bytes(with, arch) <= max_smem;
+    return rules::launchable(with, arch, max_smem);
   };
   for (int bm : {16, 32, 64, 128, 256})
     for (int bn : {8, 16, 32, 64, 128, 256})

@@ -270,6 +270,12 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
   return {};
 }
 
+bool launchable(const KernelSpec& spec, const std::string& arch, int max_smem) {
+  const Tile& t = *spec.tile;
+  return check_kernel_tile(t, spec).empty() && (t.cluster == 1 || use_wgmma(spec, arch)) &&
+         launch_shared_bytes(spec, arch) <= max_smem;
+}
+
 int launch_shared_bytes(const KernelSpec& spec, const std::string& arch) {
   return core_shared_bytes(spec, use_wgmma(spec, arch));
 }

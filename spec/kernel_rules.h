@@ -76,6 +76,10 @@ bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x)
 // generated for (CompileResult::wgmma_core), or on the core use_wgmma predicts for `arch`.
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core);
 int launch_shared_bytes(const KernelSpec& spec, const std::string& arch);
+// Whether spec's tile can be launched on `arch` within max_smem bytes of shared memory: legal
+// for the spec (check_kernel_tile), a TMA-core tile (cluster > 1) only where the sm_90a wgmma
+// core is on, and its launch's bytes on the core it would run on.
+bool launchable(const KernelSpec& spec, const std::string& arch, int max_smem);
 // Whether the wgmma APMM cores (cp.async and TMA) stage their int32 output for bulk tensor stores
 // in a pipeline slot (templates/apmm_sm90a.cuh, kTmaStore: 256 columns per warpgroup, and a
 // slot that holds 16 KB per warpgroup; on the TMA core, whole-tile staging comes first where

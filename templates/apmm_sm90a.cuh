@@ -148,8 +148,10 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     ptx::fence_proxy_async();  // the copy engine reads what these threads wrote
     ptx::named_barrier(1 + wg, 128);
     if (leader) {
+      const u64 first = ptx::policy_evict_first();
 #pragma unroll
-      for (int c = 0; c < kNI / 4; ++c) ptx::tma_store_2d(ymap, n_base + c * 32, m_base - row0, region + c * kBoxBytes);
+      for (int c = 0; c < kNI / 4; ++c)
+        ptx::tma_store_2d(ymap, n_base + c * 32, m_base - row0, region + c * kBoxBytes, first);
       ptx::bulk_commit();
     }
   }
@@ -167,6 +169,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     const bool leader = (threadIdx.x & 127) == 0;
     u32 row_term[2];
     row_terms(m_base, g, row_term);
+    const u64 first = ptx::policy_evict_first();
 #pragma unroll
     for (int c = 0; c < kNI / 4; ++c) {  // 32 columns: 4 fragments of 8
       const u32 buf = staging + (c & 1) * kBoxBytes;
@@ -178,7 +181,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       ptx::fence_proxy_async();  // the copy engine reads what these threads wrote
       ptx::named_barrier(1 + wg, 128);
       if (leader) {
-        ptx::tma_store_2d(ymap, n_base + c * 32, m_base - row0, buf);
+        ptx::tma_store_2d(ymap, n_base + c * 32, m_base - row0, buf, first);
         ptx::bulk_commit();
       }
     }

@@ -69,6 +69,7 @@ struct GemmSm90aTma {
 #pragma unroll
     for (int i = 0; i < kCM; ++i) col_mask |= 1u << (i + kCM * rn);
     constexpr int kWPart = T::kBM / kCN, kXPart = T::kBN / kCM;  // rows this block loads per plane
+    const u64 keep = ptx::policy_evict_last();
     int i = 0;
     for (int u = blockIdx.x / kCluster; u < patches.count; u += gridDim.x / kCluster) {
       const int m0 = patches.m0(u, rm), n0 = patches.n0(u, rn);
@@ -80,20 +81,20 @@ struct GemmSm90aTma {
         const u32 a = smem_base + slot * kStageBytes;
         const u32 b = a + Base::kRowsA * kRowBytes;
         if constexpr (kCN == 1) {
-          ptx::tma_load_3d(a, wmap, kt * 32, m0, 0, full);  // all p planes of the W tile
+          ptx::tma_load_3d(a, wmap, kt * 32, m0, 0, full, keep);  // all p planes of the W tile
         } else {
 #pragma unroll
           for (int s = 0; s < T::kWBits; ++s)  // this block's part of each W plane, to its patch row
             ptx::tma_load_3d_multicast(a + (s * T::kBM + rn * kWPart) * kRowBytes, wmap, kt * 32, m0 + rn * kWPart, s,
-                                       full, row_mask);
+                                       full, row_mask, keep);
         }
         if constexpr (kCM == 1) {
-          ptx::tma_load_3d(b, xmap, kt * 32, n0, 0, full);  // all q planes of the X tile
+          ptx::tma_load_3d(b, xmap, kt * 32, n0, 0, full, keep);  // all q planes of the X tile
         } else {
 #pragma unroll
           for (int t = 0; t < T::kXBits; ++t)  // this block's part of each X plane, to its patch column
             ptx::tma_load_3d_multicast(b + (t * T::kBN + rm * kXPart) * kRowBytes, xmap, kt * 32, n0 + rm * kXPart, t,
-                                       full, col_mask);
+                                       full, col_mask, keep);
         }
       }
     }

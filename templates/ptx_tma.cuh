@@ -62,11 +62,11 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
       : "memory");
 }
 
-// A 3-D box of `map` at (c0, c1, c2) into shared memory at dst, completing on mbarrier bar.
-// L2 policies of the bulk copies: operand tiles, read by many blocks, stay (evict_last);
-// output boxes, written once, go first (evict_first; the cp.async core's staged stores use
-// them too). Measured on the TMA core in session 6 at 4096x4096x8192 (NOTES-wgmma.md): w1a1
-// 43.2 -> 39.9 us, w1a2 62.0 -> 60.2, w2a2 94.4 -> 93.5.
+// L2 policies of the bulk copies, made once per loop by the issuing thread and passed to
+// each copy: operand tiles, read by many blocks, stay (evict_last); output boxes, written
+// once, go first (evict_first; the cp.async core's staged stores use them too). Measured on
+// the TMA core in session 6 at 4096x4096x8192 (NOTES-wgmma.md): w1a1 43.2 -> 39.9 us, w1a2
+// 62.0 -> 60.2, w2a2 94.4 -> 93.5.
 __device__ __forceinline__ u64 policy_evict_last() {
   u64 p;
   asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
@@ -77,21 +77,23 @@ __device__ __forceinline__ u64 policy_evict_first() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
   return p;
 }
-__device__ __forceinline__ void tma_load_3d(u32 dst, const TmaMap* map, int c0, int c1, int c2, u32 bar) {
+
+// A 3-D box of `map` at (c0, c1, c2) into shared memory at dst, completing on mbarrier bar.
+__device__ __forceinline__ void tma_load_3d(u32 dst, const TmaMap* map, int c0, int c1, int c2, u32 bar, u64 policy) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, "
       "%3, %4}], [%5], %6;\n" ::"r"(dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(policy_evict_last())
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(policy)
       : "memory");
 }
 
 // The same box into dst (and onto bar's complete_tx) of every block of the cluster in `mask`.
 __device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const TmaMap* map, int c0, int c1, int c2, u32 bar,
-                                                      unsigned short mask) {
+                                                      unsigned short mask, u64 policy) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint "
       "[%0], [%1, {%2, %3, %4}], [%5], %6, %7;\n" ::"r"(dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask), "l"(policy_evict_last())
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask), "l"(policy)
       : "memory");
 }
 
@@ -105,9 +107,9 @@ namespace apnn::ptx {
 
 // A 2-D box of shared memory at src to `map` at (c0, c1), as one bulk group of this thread;
 // elements outside the tensor are not written.
-__device__ __forceinline__ void tma_store_2d(const TmaMap* map, int c0, int c1, u32 src) {
+__device__ __forceinline__ void tma_store_2d(const TmaMap* map, int c0, int c1, u32 src, u64 policy) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], %4;\n" ::"l"(map),
-               "r"(c0), "r"(c1), "r"(src), "l"(policy_evict_first())
+               "r"(c0), "r"(c1), "r"(src), "l"(policy)
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
