@@ -48,7 +48,7 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
   if (!one_of(t.bn, {8, 16, 32, 64, 128, 256})) return fmt::format("tile.bn must be one of 8, 16, 32, 64, 128, 256, got {}", t.bn);
   if (!one_of(t.bk, {256, 512, 1024}))
     return fmt::format("tile.bk must be one of 256, 512, 1024 (bits of K per step; the binary MMA consumes 256), got {}", t.bk);
-  if (!one_of(t.stages, {2, 3, 4})) return fmt::format("tile.stages must be one of 2, 3, 4, got {}", t.stages);
+  if (t.stages < 2 || t.stages > 8) return fmt::format("tile.stages must be 2..8, got {}", t.stages);
   if (!one_of(t.warps_m, {1, 2, 4, 8})) return fmt::format("tile.warps_m must be one of 1, 2, 4, 8, got {}", t.warps_m);
   if (!one_of(t.warps_n, {1, 2, 4, 8})) return fmt::format("tile.warps_n must be one of 1, 2, 4, 8, got {}", t.warps_n);
   if (!one_of(t.cluster, {1, 2, 4, 8})) return fmt::format("tile.cluster must be one of 1, 2, 4, 8, got {}", t.cluster);

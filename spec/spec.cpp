@@ -43,7 +43,7 @@ Tile parse_tile(const json& t, const OperandFormat& w, const OperandFormat& x, s
   tile.bm = get_int(t, "bm", "tile.bm", 1, 1 << 20, origin);
   tile.bn = get_int(t, "bn", "tile.bn", 1, 1 << 20, origin);
   tile.bk = get_int(t, "bk", "tile.bk", 1, 1 << 20, origin);
-  if (t.contains("stages")) tile.stages = get_int(t, "stages", "tile.stages", 2, 4, origin);
+  if (t.contains("stages")) tile.stages = get_int(t, "stages", "tile.stages", 2, 8, origin);
   if (t.contains("cluster")) tile.cluster = get_int(t, "cluster", "tile.cluster", 1, 8, origin);
   const bool has_wm = t.contains("warps_m"), has_wn = t.contains("warps_n");
   if (has_wm != has_wn) fail(origin, "fields 'tile.warps_m' and 'tile.warps_n' must be given together");

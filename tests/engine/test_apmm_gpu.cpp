@@ -76,6 +76,9 @@ TEST_CASE("explicit tiles on shapes that are not tile multiples") {
       {1, 2, {16, 8, 256, 2, 1, 1}},   {1, 2, {32, 32, 256, 4, 2, 2}},   {1, 1, {128, 128, 1024, 3, 2, 2}},
       {2, 2, {64, 128, 512, 2, 2, 4}}, {3, 5, {64, 32, 1024, 3, 4, 2}},  {1, 4, {128, 64, 512, 4, 4, 2}},
       {8, 8, {32, 32, 256, 2, 2, 4}},  {2, 4, {128, 32, 256, 2, 8, 2}},
+      // Pipelines deeper than the tuner sweeps (tile.stages allows 2..8): mma.sync, and the
+      // wgmma core on sm_90a.
+      {1, 2, {32, 16, 256, 8, 2, 1}},  {2, 2, {64, 16, 512, 7, 4, 1}},
   };
   const ApmmShape shapes[] = {{1, 1, 1}, {129, 65, 257}, {300, 200, 1500}, {17, 1000, 4097}};
   for (const Case& c : cases)
@@ -198,7 +201,8 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
   // Other arrangements: two warpgroups along N, one warpgroup (bm 64), 3 stages.
   const struct { int p, q; Tile t; } odd[] = {{1, 1, {64, 256, 1024, 3, 4, 2, 2}}, {1, 2, {64, 128, 1024, 4, 4, 1, 2}},
                                               {3, 1, {64, 32, 1024, 3, 4, 1, 2}},  {1, 1, {64, 256, 1024, 3, 4, 2, 4}},
-                                              {1, 2, {64, 128, 1024, 4, 4, 1, 8}}, {3, 1, {64, 32, 1024, 3, 4, 1, 8}}};
+                                              {1, 2, {64, 128, 1024, 4, 4, 1, 8}}, {3, 1, {64, 32, 1024, 3, 4, 1, 8}},
+                                              {1, 2, {64, 32, 1024, 8, 4, 1, 2}}};
   for (const auto& o : odd) {
     KernelSpec s;
     s.w = {o.p, Encoding::Pm1};

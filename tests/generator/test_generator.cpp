@@ -277,7 +277,7 @@ TEST_CASE("generator: a spec without a tile or with an illegal tile is InvalidSp
       {with_tile(ok, 48, 64, 512, 3, 2, 2), "tile.bm"},
       {with_tile(ok, 64, 12, 512, 3, 2, 2), "tile.bn"},
       {with_tile(ok, 64, 64, 128, 3, 2, 2), "tile.bk"},
-      {with_tile(ok, 64, 64, 512, 7, 2, 2), "tile.stages"},
+      {with_tile(ok, 64, 64, 512, 9, 2, 2), "tile.stages"},
       {with_tile(ok, 64, 64, 512, 3, 3, 2), "tile.warps_m"},
       {with_tile(make_spec(8, Encoding::Signed, 8, Encoding::Signed), 128, 128, 512, 3, 2, 2), "accumulator"},
   };

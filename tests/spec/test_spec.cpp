@@ -230,7 +230,7 @@ TEST_CASE("spec: tile sizes outside the allowed sets are rejected naming the fie
                   {"tile.bk", "256, 512, 1024"});
   expect_rejected(with_tile(base_spec(), {{"bm", 48}, {"bn", 64}, {"bk", 512}, {"warps_m", 1}, {"warps_n", 1}}),
                   {"tile.bm"});
-  for (int stages : {0, 1, 5}) expect_rejected(with_tile(base_spec(), {{"bm", 64}, {"bn", 64}, {"bk", 512}, {"stages", stages}}), {"tile.stages"});
+  for (int stages : {0, 1, 9}) expect_rejected(with_tile(base_spec(), {{"bm", 64}, {"bn", 64}, {"bk", 512}, {"stages", stages}}), {"tile.stages"});
   expect_rejected(with_tile(base_spec(), {{"bm", 64}, {"bn", 64}, {"bk", 512}, {"warps_m", 3}, {"warps_n", 2}}), {"tile.warps_m", "1, 2, 4, 8"});
   expect_rejected(with_tile(base_spec(), {{"bm", 64}, {"bn", 64}, {"bk", 512}, {"warps_m", 2}, {"warps_n", 0}}), {"tile.warps_n"});
   expect_rejected(with_tile(base_spec(), {{"bm", "64"}, {"bn", 64}, {"bk", 512}}), {"tile.bm"});
