@@ -102,6 +102,13 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   }
   const Tile h = rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);
   if (!sm90a || !on_wgmma(s, h, t)) return h;
+  // The wgmma core loads kStages-2 K steps ahead (one block barrier a step, gemm_sm90a.cuh):
+  // the heuristic's 3 stages become 4 where they fit, the same depth of copies in flight.
+  auto deeper = [&](Tile c) {
+    Tile d = c;
+    if (c.stages == 3) d.stages = 4;
+    return fits(s, d, t) && on_wgmma(s, d, t) ? d : c;
+  };
   if (s.op == Op::Apmm && p.K_bits < 1024) {
     // APMM with K under one 1024-bit stage: warps side by side along N keep the tile on
     // mma.sync, which wins there (device run 5's every-tile sweep: 8192x256x256 128x128/256
@@ -111,6 +118,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     n.warps_m = 1;
     n.warps_n = std::min(8, n.bn / 8);
     if (fits(s, n, t) && !on_wgmma(s, n, t)) return n;
+    return deeper(h);
   } else if (s.op == Op::Apconv) {
     // APConv on the wgmma core: one warpgroup column (wgmma N = bn) for narrow tiles, and
     // the widest K step when the tiles do not fill a wave (latency-bound layers) and K fills
@@ -128,9 +136,9 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     Tile wide = w;
     if (w.bk == 256 && (p.K_bits + 511) / 512 * 512 * 3 <= p.K_bits * 4) wide.bk = 512;
     for (const Tile& c : {wide, w})
-      if (fits(s, c, t) && on_wgmma(s, c, t)) return c;
+      if (fits(s, c, t) && on_wgmma(s, c, t)) return deeper(c);
   }
-  return h;
+  return deeper(h);
 }
 
 namespace {

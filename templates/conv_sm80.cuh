@@ -91,6 +91,11 @@ struct ConvProblem {
   int pix_base[kPix];  // (n*q*H + hi0)*W + wi0: plane 0's pixel index of kernel position (0, 0)
   int pix_hw[kPix];    // hi0 << 16 | (wi0 & 0xffff), the top-left input pixel of the window
   bool planned;        // plan_columns filled the plan (kPlanned and plan_fits)
+  // The thread's K position (kernel position, word of the pixel's channels) for the K step
+  // that starts at word k_next, carried from step to step: a division by CW per step was
+  // about 25 of a step's 160 instructions per warp on the N=1 convs (session 7, call 1).
+  mutable int k_next, k_pos, k_cw;
+  int step_pos, step_cw;  // one K step of Core::kRowWords words: whole kernel positions, then words
 
   // H and W below 2^15 (16-bit corner halves), and every pixel index of the N*q planes below 2^31.
   static __device__ __forceinline__ bool plan_fits(int N, int H, int W) {
@@ -102,6 +107,9 @@ struct ConvProblem {
     if constexpr (kPlanned) {
       if (!plan_fits(N, H, W)) return;
       planned = true;
+      k_next = -1;
+      step_pos = Core::kRowWords / CW;
+      step_cw = Core::kRowWords - step_pos * CW;
       const int r0 = static_cast<int>(threadIdx.x) / Core::kChunksPerRow;
 #pragma unroll
       for (int j = 0; j < kPix; ++j) {
@@ -149,7 +157,18 @@ struct ConvProblem {
     const int r0 = static_cast<int>(threadIdx.x) / Core::kChunksPerRow;
     const int kword = kword0 + col * 4;
     const bool k_ok = kword < k_words;
-    const int pos = kword / CW, cw = kword - pos * CW;
+    int pos = k_pos, cw = k_cw;
+    if (kword0 != k_next) {  // not the step after the last one (the block's first step)
+      pos = kword / CW;
+      cw = kword - pos * CW;
+    }
+    k_next = kword0 + Core::kRowWords;
+    k_pos = pos + step_pos;
+    k_cw = cw + step_cw;
+    if (k_cw >= CW) {
+      k_cw -= CW;
+      ++k_pos;
+    }
     const int kh = pos / T::kKw, kw = pos - kh * T::kKw;
     const int koff = kh * W + kw, plane = H * W;
 #pragma unroll

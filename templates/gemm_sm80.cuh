@@ -13,6 +13,7 @@
 // policy passed to run(): see apmm_sm80.cuh and conv_sm80.cuh.
 #pragma once
 #include "apnn_types.cuh"
+#include "operand_copy.cuh"
 #include "ptx_sm80.cuh"
 
 namespace apnn {
@@ -45,20 +46,15 @@ struct GemmSm80 {
   // Where 16-byte chunk `col` of tile row `row` of an operand tile starting at dst goes.
   static __device__ __forceinline__ u32* chunk(u32* dst, int row, int col) { return dst + swz(row, col * 4); }
 
-  // Rows past the matrix and words past the packed row are zero-filled, so any M, N, K work.
+  // Rows past the matrix and words past the packed row are zero-filled, so any M, N, K work
+  // (operand_copy.cuh); the swizzle repeats every 2 rows, and a thread's rows are
+  // kThreads/kChunksPerRow >= 4 apart.
   template <int kRows, int kTileRows>
   static __device__ __forceinline__ void load_operand(u32* dst, const u32* __restrict__ planes, i64 plane_stride,
                                                       int rows, int row0, int ld, int kword0) {
-    constexpr int kChunks = kRows * kChunksPerRow;
-    for (int c = threadIdx.x; c < kChunks; c += kThreads) {
-      const int row = c / kChunksPerRow;
-      const int col = c % kChunksPerRow;
-      const int grow = row0 + row % kTileRows;
-      const int gword = kword0 + col * 4;
-      const bool ok = grow < rows && gword < ld;
-      const u32* base = planes + (row / kTileRows) * plane_stride;
-      ptx::cp_async_16(dst + swz(row, col * 4), ok ? base + static_cast<i64>(grow) * ld + gword : base, ok ? 16 : 0);
-    }
+    copy_operand_rows<kThreads, kChunksPerRow, kRowWords * 4, kRows, kTileRows>(
+        reinterpret_cast<char*>(dst), [](int row, int col) { return swz(row, col * 4) * 4; }, planes, plane_stride, rows,
+        row0, ld, kword0);
   }
 
   // Thread (g, tig) takes words [tig*2*kSteps, +2*kSteps) of a unit. Pairing the same

@@ -16,15 +16,18 @@
 // (callers allocate kSmemSlack extra bytes). One K step of 256 bits is 32 bytes of a row:
 // the descriptor's start address advances by 32 bytes inside the swizzle atom.
 //
-// Pipeline: kStages slots filled by cp.async (zero-fill past M, N and K). Step i waits for
-// its slot, issues all p*q plane-pair wgmmas of the slot, commits, then waits until step
-// i-1's wgmmas are done (wait_group 1) and refills i-1's slot after a barrier, so the
-// tensor cores always have one step queued while the copies of kStages-1 steps fly. A
+// Pipeline: kStages slots filled by cp.async (zero-fill past M, N and K). With 3 or more
+// stages, step i waits for its slot and for its warpgroup's step i-2 wgmmas (wait_group 1),
+// passes one block barrier, refills step i-2's slot with step i+kStages-2, and issues all
+// p*q plane-pair wgmmas of its slot: two steps of wgmmas may be in flight while the copies
+// of kStages-2 steps fly. A second barrier a step was 16% of the N=1 convs' stall samples
+// (session 7, call 3). With 2 stages: issue, wait for step i-1, barrier, refill. A
 // block takes tiles blockIdx.x, + gridDim.x, ...: APMM launches a persistent grid (at most
 // a wave of blocks), whose successive tiles form one pipeline; APConv launches one block per
 // tile (conv_sm90a.cuh).
 #pragma once
 #include "apnn_types.cuh"
+#include "operand_copy.cuh"
 #include "ptx_sm80.cuh"
 #include "ptx_sm90a.cuh"
 
@@ -47,6 +50,10 @@ struct GemmSm90a {
   static constexpr u64 kSwizzle = kRowBytes == 128 ? 1 : (kRowBytes == 64 ? 2 : 3);
   static constexpr int kSmemSlack = 1024;                  // for aligning the base
   static constexpr int kSmemBytes = kSmemSlack + T::kStages * kStageBytes;  // all the pipeline may touch
+  // With 3 or more stages, one block barrier a step: steps kStages-2 ahead load while two
+  // steps of wgmmas may be in flight. With 2 stages, two barriers a step (one step ahead).
+  static constexpr bool kOneBarrier = T::kStages >= 3;
+  static constexpr int kAhead = kOneBarrier ? T::kStages - 2 : T::kStages - 1;  // K steps loaded ahead
   static_assert(T::kWarpsM % 4 == 0 && T::kBM == 16 * T::kWarpsM, "wgmma tile: 4 warps of 16 rows per warpgroup");
   static_assert(kWN == 8 || kWN == 16 || kWN == 32 || kWN == 64 || kWN == 128 || kWN == 256, "wgmma N");
   static_assert(kRowBytes == 32 || kRowBytes == 64 || kRowBytes == 128, "bk must be 256, 512 or 1024");
@@ -62,26 +69,15 @@ struct GemmSm90a {
     return reinterpret_cast<u32*>(reinterpret_cast<char*>(dst) + swz(row, col));
   }
 
-  // kRows rows (kRows/kTileRows planes of kTileRows rows) of kBK bits from word kword0 on.
-  // Rows past the matrix and words past the packed row are zero-filled, so any M, N, K work.
+  // kRows rows (kRows/kTileRows planes of kTileRows rows) of kBK bits from word kword0 on
+  // (operand_copy.cuh); the swizzle repeats every 8 rows, and a thread's rows are
+  // kThreads/kChunksPerRow >= 16 apart.
   template <int kRows, int kTileRows>
   static __device__ __forceinline__ void load_operand(u32* dst, const u32* __restrict__ planes, i64 plane_stride,
                                                       int rows, int row0, int ld, int kword0) {
-    constexpr int kChunks = kRows * kChunksPerRow;
-    constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
-    char* d = reinterpret_cast<char*>(dst);
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int c = i * kThreads + static_cast<int>(threadIdx.x);
-      if (kChunks % kThreads != 0 && c >= kChunks) break;
-      const int row = c / kChunksPerRow;
-      const int col = c % kChunksPerRow;
-      const int grow = row0 + row % kTileRows;
-      const int gword = kword0 + col * 4;
-      const bool ok = grow < rows && gword < ld;
-      const u32* base = planes + (row / kTileRows) * plane_stride;
-      ptx::cp_async_16(d + swz(row, col), ok ? base + static_cast<i64>(grow) * ld + gword : base, ok ? 16 : 0);
-    }
+    copy_operand_rows<kThreads, kChunksPerRow, kRowBytes, kRows, kTileRows>(
+        reinterpret_cast<char*>(dst), [](int row, int col) { return swz(row, col); }, planes, plane_stride, rows, row0, ld,
+        kword0);
   }
 
   // Pins the accumulators in place: the compiler may not move a read of them across this
@@ -156,15 +152,19 @@ struct GemmSm90a {
     if (static_cast<int>(blockIdx.x) >= ntiles || ktiles == 0) return;
     const int steps = ((ntiles - 1 - static_cast<int>(blockIdx.x)) / static_cast<int>(gridDim.x) + 1) * ktiles;
 
-    int ld_tile = blockIdx.x, ld_kt = 0;  // the next (tile, K step) to load
+    // The next (tile, K step) to load, and the tile's origin (divided out once per tile, not
+    // once per K step).
+    int ld_tile = blockIdx.x, ld_kt = 0;
+    int ld_m0 = (ld_tile % tiles_m) * T::kBM, ld_n0 = (ld_tile / tiles_m) * T::kBN;
     auto load_next = [&](int slot) {
-      const int m0 = (ld_tile % tiles_m) * T::kBM, n0 = (ld_tile / tiles_m) * T::kBN;
       u32* st = reinterpret_cast<u32*>(smem + slot * kStageBytes);
-      load_operand<kRowsA, T::kBM>(st, prob.a_planes, prob.a_plane_stride, prob.a_rows, m0, prob.a_ld, ld_kt * kRowWords);
-      prob.load_b(reinterpret_cast<u32*>(smem + slot * kStageBytes + kRowsA * kRowBytes), n0, ld_kt * kRowWords);
+      load_operand<kRowsA, T::kBM>(st, prob.a_planes, prob.a_plane_stride, prob.a_rows, ld_m0, prob.a_ld, ld_kt * kRowWords);
+      prob.load_b(reinterpret_cast<u32*>(smem + slot * kStageBytes + kRowsA * kRowBytes), ld_n0, ld_kt * kRowWords);
       if (++ld_kt == ktiles) {
         ld_kt = 0;
         ld_tile += gridDim.x;
+        ld_m0 = (ld_tile % tiles_m) * T::kBM;
+        ld_n0 = (ld_tile / tiles_m) * T::kBN;
       }
     };
 
@@ -177,26 +177,35 @@ struct GemmSm90a {
     zero_acc(acc);
 
 #pragma unroll
-    for (int st = 0; st < T::kStages - 1; ++st) {
+    for (int st = 0; st < kAhead; ++st) {
       if (st < steps) load_next(st);
       ptx::cp_async_commit();
     }
     int i = 0;  // steps done, over all of this block's tiles
     for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
       for (int kt = 0; kt < ktiles; ++kt, ++i) {
-        ptx::cp_async_wait<T::kStages - 2>();
+        ptx::cp_async_wait<kAhead - 1>();
         ptx::fence_proxy_async();
-        __syncthreads();  // step i landed, from every thread, visible to the tensor cores
+        if constexpr (kOneBarrier) ptx::wgmma_wait<1>();  // this warpgroup's step i-2 is done
+        // Step i landed, from every thread, visible to the tensor cores; with one barrier a
+        // step, every warpgroup is also done with step i-2's slot, refilled here.
+        __syncthreads();
+        if constexpr (kOneBarrier) {
+          if (i + kAhead < steps) load_next((i + kAhead) % T::kStages);
+          ptx::cp_async_commit();
+        }
         const u64 slot = static_cast<u64>((i % T::kStages) * (kStageBytes >> 4));
         fence_acc(acc);
         ptx::wgmma_fence();
         mma_step(acc, desc_a + slot, desc_b + slot, kt > 0);
         ptx::wgmma_commit();
         fence_acc(acc);
-        ptx::wgmma_wait<1>();  // this warpgroup's step i-1 is done
-        __syncthreads();       // everyone's is: slot (i-1) % kStages may be refilled
-        if (i + T::kStages - 1 < steps) load_next((i + T::kStages - 1) % T::kStages);
-        ptx::cp_async_commit();
+        if constexpr (!kOneBarrier) {
+          ptx::wgmma_wait<1>();  // this warpgroup's step i-1 is done
+          __syncthreads();       // everyone's is: slot (i-1) % kStages may be refilled
+          if (i + kAhead < steps) load_next((i + kAhead) % T::kStages);
+          ptx::cp_async_commit();
+        }
       }
       // Store the tile while the next tile's first stages load.
       ptx::wgmma_wait<0>();
