@@ -176,7 +176,9 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   if (tma_store) ymap = output_map(out.values, m, n);
   if (t.cluster == 1) {
     void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
-    kernel_->module->launch(kApmmKernel, d, args);
+    LaunchDims early = d;
+    early.early_start = true;  // the kernel waits for the previous one before touching memory (apmm_sm90a.cuh)
+    kernel_->module->launch(kApmmKernel, early, args);
     return;
   }
   // The TMA core reads the operands through tensor maps, which hold their addresses: encoded

@@ -142,6 +142,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
                   fmt::format("shape: {} column tiles of {} columns exceed 2^31-1 columns: use a smaller batch", col_tiles,
                               t.bn));
     d.grid_x = static_cast<unsigned>(tiles);
+    d.early_start = true;  // the kernel waits for the previous one before touching memory (conv_sm90a.cuh)
     kernel_->module->launch(kConvKernel, d, args);
     return;
   }

@@ -29,6 +29,7 @@ namespace apnn::driver {
   X(FuncSetAttribute, "cuFuncSetAttribute")               \
   X(FuncGetAttribute, "cuFuncGetAttribute")               \
   X(LaunchKernel, "cuLaunchKernel")                       \
+  X(LaunchKernelEx, "cuLaunchKernelEx")                   \
   X(OccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters") \
   X(TensorMapEncodeTiled, "cuTensorMapEncodeTiled")       \
   X(MemAlloc, "cuMemAlloc_v2")                            \

@@ -40,6 +40,25 @@ void LoadedModule::launch(const std::string& kernel, const LaunchDims& d, void**
   CUfunction f = function(kernel);
   const driver::Api& cu = driver::api();
   raise_smem_limit(kernel, f, d.smem_bytes);
+  if (d.early_start) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = d.grid_x;
+    config.gridDimY = d.grid_y;
+    config.gridDimZ = d.grid_z;
+    config.blockDimX = d.block_x;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = d.smem_bytes;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    driver::check(cu.LaunchKernelEx(&config, f, args, nullptr), "cuLaunchKernelEx", [&] {
+      return fmt::format("kernel {}, grid ({},{},{}), block {}, smem {}, early start; {}", kernel, d.grid_x, d.grid_y,
+                         d.grid_z, d.block_x, d.smem_bytes, context_);
+    });
+    return;
+  }
   driver::check(cu.LaunchKernel(f, d.grid_x, d.grid_y, d.grid_z, d.block_x, 1, 1, d.smem_bytes, nullptr, args, nullptr),
                 "cuLaunchKernel", [&] {
                   return fmt::format("kernel {}, grid ({},{},{}), block {}, smem {}; {}", kernel, d.grid_x, d.grid_y,

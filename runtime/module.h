@@ -14,6 +14,10 @@ struct LaunchDims {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
   unsigned block_x = 1;
   unsigned smem_bytes = 0;
+  // Programmatic dependent launch (sm_90): the kernel may start while the stream's previous
+  // kernel finishes. Only for kernels that wait (griddepcontrol.wait) before their first
+  // global memory access: the generated sm_90a wgmma-core entries (ptx_sm90a.cuh).
+  bool early_start = false;
 };
 
 class LoadedModule {

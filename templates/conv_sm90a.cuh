@@ -36,8 +36,12 @@ __device__ __forceinline__ void conv_sm90a(u32* smem, const u32* wp, const i32* 
   ConvProblemSm90a<T> prob{{wp, static_cast<i64>(O) * ld, O, ld, ld, xp, rowsum, possum, pixsum, epi, smem, C, H, W, Ho,
                             Wo, CW, P, Hp, Wp, out_pixels, Hp * Wp, (O + 127) / 128 * 4, tile / tiles_m, tile % tiles_m},
                            col_tiles * T::kBN};
-  prob.fill_column_table(prob.col_tile);
+  // Launched with early_start (conv_runner.cpp): the index arithmetic above and the gather
+  // plan overlap the previous kernel's end; global memory only after the wait.
+  ptx::allow_dependent_launch();
   prob.plan_columns(prob.col_tile * T::kBN, N);
+  ptx::grid_dependency_wait();
+  prob.fill_column_table(prob.col_tile);
   GemmSm90a<T>::run(smem, prob);
 }
 

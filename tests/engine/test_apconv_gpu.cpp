@@ -18,6 +18,7 @@
 #include "engine/conv_runner.h"
 #include "engine/verify.h"
 #include "golden_case.h"
+#include "spec/kernel_rules.h"
 #include "gpu_test_util.h"
 
 namespace fs = std::filesystem;
@@ -73,6 +74,30 @@ TEST_CASE("the paper's layer settings: N=1, 16x16, 3x3/1 pad 1, C=O in 128..1024
       ++cases;
     }
   std::printf("apconv paper layers: %d cases exact\n", cases);
+}
+
+TEST_CASE("sm_90a wgmma conv: every K step width, 1-8 weight planes, O and K past the tile") {
+  if (skipped_without_sm90a("wgmma conv")) return;
+  TempCache cache;
+  Engine engine;
+  // bk 256 / 512 / 1024 are the 32-, 64- and 128-byte swizzles; O = 100 and 130 leave rows of
+  // the last M tile past the weights (zero-filled); C = 200 pads K; 2 stages take the core's
+  // two-barrier pipeline.
+  const struct { int p, q; Encoding we; Tile t; } cases[] = {
+      {1, 2, Encoding::Pm1, {64, 16, 256, 3, 4, 1}},     {3, 2, Encoding::Signed, {64, 32, 512, 4, 4, 1}},
+      {8, 1, Encoding::Unsigned, {64, 8, 1024, 3, 4, 1}}, {2, 2, Encoding::Signed, {128, 16, 1024, 4, 8, 1}},
+      {1, 2, Encoding::Pm1, {64, 64, 512, 2, 4, 2}},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    KernelSpec s = conv_spec({c.p, c.we}, {c.q, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1});
+    s.tile = c.t;
+    REQUIRE(rules::use_wgmma(s, "sm_90a"));
+    for (const ConvShape& sh : {ConvShape{1, 200, 9, 11, 100}, ConvShape{2, 64, 5, 5, 130}}) {
+      expect_exact(engine, s, sh, static_cast<uint64_t>(++n));
+    }
+  }
+  std::printf("apconv wgmma core, explicit tiles: %d cases exact\n", n);
 }
 
 TEST_CASE("strided, unpadded, 1x1 and the AlexNet / VGG / ResNet-18 kernels on odd shapes") {
