@@ -36,6 +36,22 @@ void LoadedModule::raise_smem_limit(const std::string& kernel, CUfunction f, uns
   smem_limit_[kernel] = bytes;
 }
 
+namespace {
+
+// The driver's launch configuration for d (default stream, no attributes).
+CUlaunchConfig launch_config(const LaunchDims& d) {
+  CUlaunchConfig config{};
+  config.gridDimX = d.grid_x;
+  config.gridDimY = d.grid_y;
+  config.gridDimZ = d.grid_z;
+  config.blockDimX = d.block_x;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = d.smem_bytes;
+  return config;
+}
+
+}  // namespace
+
 void LoadedModule::launch(const std::string& kernel, const LaunchDims& d, void** args) {
   CUfunction f = function(kernel);
   const driver::Api& cu = driver::api();
@@ -44,13 +60,7 @@ void LoadedModule::launch(const std::string& kernel, const LaunchDims& d, void**
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig config{};
-    config.gridDimX = d.grid_x;
-    config.gridDimY = d.grid_y;
-    config.gridDimZ = d.grid_z;
-    config.blockDimX = d.block_x;
-    config.blockDimY = config.blockDimZ = 1;
-    config.sharedMemBytes = d.smem_bytes;
+    CUlaunchConfig config = launch_config(d);
     config.attrs = &attr;
     config.numAttrs = 1;
     driver::check(cu.LaunchKernelEx(&config, f, args, nullptr), "cuLaunchKernelEx", [&] {
@@ -71,13 +81,7 @@ int LoadedModule::max_active_clusters(const std::string& kernel, const LaunchDim
   if (it != clusters_.end()) return it->second;
   CUfunction f = function(kernel);
   raise_smem_limit(kernel, f, d.smem_bytes);
-  CUlaunchConfig config{};
-  config.gridDimX = d.grid_x;
-  config.gridDimY = d.grid_y;
-  config.gridDimZ = d.grid_z;
-  config.blockDimX = d.block_x;
-  config.blockDimY = config.blockDimZ = 1;
-  config.sharedMemBytes = d.smem_bytes;
+  CUlaunchConfig config = launch_config(d);
   int clusters = 0;
   driver::check(driver::api().OccupancyMaxActiveClusters(&clusters, f, &config), "cuOccupancyMaxActiveClusters",
                 [&] { return fmt::format("kernel {}, block {}, smem {}; {}", kernel, d.block_x, d.smem_bytes, context_); });
