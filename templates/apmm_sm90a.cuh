@@ -201,7 +201,6 @@ __device__ __forceinline__ void apmm_sm90a(u32* smem, const u32* wp, const i32* 
   const ApmmProblemSm90a<T> prob{{wp, static_cast<i64>(M) * ld, M, ld, ld, xp, wsum, xsum, epi, smem, M, N, K, N, N, out_cw},
                                  ymap};
   // Launched with early_start (apmm_runner.cpp): global memory only after the wait.
-  ptx::allow_dependent_launch();
   ptx::grid_dependency_wait();
   GemmSm90a<T>::run(smem, prob);
 }

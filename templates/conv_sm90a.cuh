@@ -38,7 +38,6 @@ __device__ __forceinline__ void conv_sm90a(u32* smem, const u32* wp, const i32* 
                            col_tiles * T::kBN};
   // Launched with early_start (conv_runner.cpp): the index arithmetic above and the gather
   // plan overlap the previous kernel's end; global memory only after the wait.
-  ptx::allow_dependent_launch();
   prob.plan_columns(prob.col_tile * T::kBN, N);
   ptx::grid_dependency_wait();
   prob.fill_column_table(prob.col_tile);
