@@ -126,7 +126,17 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     // the every-tile sweep of 10 bench convs (session 3, device run 9; measured in run 10).
     Tile w = h;
     if (w.bn <= 32) w.warps_n = 1;
-    if (p.K_bits >= 1024 && ((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count) w.bk = 1024;
+    const bool under_wave = ((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count;
+    if (p.K_bits >= 1024 && under_wave) w.bk = 1024;
+    // Under a wave, one warpgroup of 64 rows rather than two of 128: twice the blocks, each
+    // warp's instruction chain (what these layers' time is) half as long. n1-16x16 C=O=1024:
+    // 64x16 6.71 us against 128x16 8.14 in apnn tune (w1a2, session 7, device call 10); in
+    // the bench (call 12) w1a2 / w2a2 / w1a4 6.84 / 8.78 / 8.71 us (128x16 in call 7: 8.66 /
+    // 9.26 / 11.21), but w2a8, whose 16 plane pairs make it MMA-heavy, 24.35 (19.60).
+    if (under_wave && w.bm == 128 && w.warps_m == 8 && s.w.bits * s.x.bits <= 4) {
+      w.bm = 64;
+      w.warps_m = 4;
+    }
     w.stages = 3;
     // Fewer, wider K steps where the padding adds at most a third of K: a 3x3 conv of 64 or
     // 128 channels (K = 1152 bits) in 3 steps of 512 rather than 5 of 256. Each step costs

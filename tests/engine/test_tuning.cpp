@@ -215,6 +215,16 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   KernelSpec with = conv;
   with.tile = u;
   CHECK(rules::use_wgmma(with, "sm_90a"));
+  // C=O=1024: the heuristic's 128-row tiles give 128 blocks, under a wave: one warpgroup of
+  // 64 rows instead, for up to 4 plane pairs (w2a8's 16 keep 128 rows).
+  const Problem wide = conv_problem(conv, {1, 1024, 16, 16, 1024});
+  REQUIRE(rules::heuristic_tile(conv, wide.M, wide.N, wide.K_bits, h100.sm_count, h100.max_smem).bm == 128);
+  const Tile uw = untuned_tile(conv, wide, h100);
+  CHECK(uw.bm == 64);
+  CHECK(uw.warps_m == 4);
+  const KernelSpec w2a8 = parse_spec_text(
+      R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":8,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  CHECK(untuned_tile(w2a8, conv_problem(w2a8, {1, 1024, 16, 16, 1024}), h100).bm == 128);
   // A batch-8 56x56x64 layer fills the GPU: no 1024-bit steps, but K = 1152 bits runs as 3
   // steps of 512 (33% padding) instead of the heuristic's 5 of 256.
   const Problem batch = conv_problem(conv, {8, 64, 56, 56, 64});
