@@ -16,7 +16,8 @@ struct LaunchDims {
   unsigned smem_bytes = 0;
   // Programmatic dependent launch (sm_90): the kernel may start while the stream's previous
   // kernel finishes. Only for kernels that wait (griddepcontrol.wait) before their first
-  // global memory access: the generated sm_90a wgmma-core entries (ptx_sm90a.cuh).
+  // global memory access: the sm_90a wgmma conv and cp.async wgmma APMM kernels
+  // (templates/conv_sm90a.cuh, apmm_sm90a.cuh; not the TMA core).
   bool early_start = false;
 };
 
