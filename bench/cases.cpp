@@ -125,6 +125,11 @@ Plan select(const Selection& sel, bool gemm, bool conv) {
     if (std::find(known.begin(), known.end(), name) == known.end())
       throw Error(ErrorKind::InvalidInput,
                   fmt::format("--prec: unknown precision '{}' (one of {})", name, fmt::join(known, ", ")));
+  // The fusion section runs a fixed set of layers: --shapes has nothing to select there.
+  if (!gemm && !conv && !sel.shapes.empty())
+    throw Error(ErrorKind::InvalidInput,
+                "--shapes selects GEMM and convolution rows; the fusion section runs a fixed set of layers (drop "
+                "--shapes, or run the conv section)");
   Plan plan;
   if (gemm) {
     plan.gemm = keep(gemm_cases(), {"64x1024x1024", "1024x4096x4096"}, sel);

@@ -47,7 +47,8 @@ struct Selection {
   std::vector<std::string> precisions;  // names; empty: all
 };
 // The cases and precisions a selection keeps, in list order. Throws Error(InvalidInput) for
-// a precision name that is not in the list, or a pattern that matches no shape of either op.
+// a precision name that is not in the list, a pattern that matches no shape of either op, or
+// any pattern when neither op runs (--fusion-only).
 struct Plan {
   std::vector<GemmCase> gemm;
   std::vector<Precision> gemm_prec;

@@ -27,7 +27,7 @@ void add_bench(CLI::App& app, Action* action) {
   fu->excludes(g);
   fu->excludes(c);
   cmd->add_flag("--quick", f->quick, "a small subset (2 shapes per section, 2-3 precisions)");
-  cmd->add_option("--shapes", f->shapes, "comma-separated glob patterns over shape labels, e.g. '8192x*,n1-*'");
+  cmd->add_option("--shapes", f->shapes, "comma-separated glob patterns over GEMM and conv shape labels, e.g. '8192x*,n1-*'");
   cmd->add_option("--prec", f->precisions, "comma-separated precisions, e.g. w1a2,w2a2 (default: all)");
   cmd->add_option("--launches", f->launches, "back-to-back launches per timed repeat (default 50)")
       ->check(CLI::Range(1, 100000));

@@ -110,6 +110,8 @@ TEST_CASE("bench: selections (quick, --shapes, --prec) and their errors") {
   bad.precisions = {};
   bad.shapes = {"n1-*"};
   CHECK_THROWS_WITH_AS(select(bad, true, false), doctest::Contains("'n1-*' matches no shape"), Error);
+  // --fusion-only: no GEMM or conv rows for --shapes to select.
+  CHECK_THROWS_WITH_AS(select(bad, false, false), doctest::Contains("--shapes selects GEMM and convolution rows"), Error);
 }
 
 TEST_CASE("bench: TOPS, speedup and efficiency arithmetic") {

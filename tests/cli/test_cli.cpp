@@ -492,6 +492,7 @@ TEST_CASE("cli: bench without a GPU exits 3 with the driver message; bad selecti
   // Options are checked before the GPU is looked for.
   expect_error(sb, {"bench", "--prec", "w3a3"}, 2, {"--prec", "w3a3", "w1a2"});
   expect_error(sb, {"bench", "--shapes", "nosuchshape"}, 2, {"--shapes", "nosuchshape"});
+  expect_error(sb, {"bench", "--fusion-only", "--shapes", "n1-*"}, 2, {"--shapes", "fusion section"});
   expect_error(sb, {"bench", "--gemm-only", "--conv-only"}, 2, {"--conv-only"});
   expect_error(sb, {"bench", "--launches", "0"}, 2, {"--launches"});
   if (driver_loadable()) {
