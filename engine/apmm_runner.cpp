@@ -140,6 +140,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     d.block_x = rules::block_threads(t);
     d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
     d.grid_x = kernel_->module->persistent_grid(kApmmKernel, d.block_x, d.smem_bytes, tiles);
+    d.early_start = true;  // the kernel waits for the previous one before touching memory (apmm_sm90a.cuh)
     return d;
   }
   d.grid_x = static_cast<unsigned>((M + t.bm - 1) / t.bm);
@@ -176,9 +177,7 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   if (tma_store) ymap = output_map(out.values, m, n);
   if (t.cluster == 1) {
     void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
-    LaunchDims early = d;
-    early.early_start = true;  // the kernel waits for the previous one before touching memory (apmm_sm90a.cuh)
-    kernel_->module->launch(kApmmKernel, early, args);
+    kernel_->module->launch(kApmmKernel, d, args);
     return;
   }
   // The TMA core reads the operands through tensor maps, which hold their addresses: encoded

@@ -56,6 +56,10 @@ void LoadedModule::launch(const std::string& kernel, const LaunchDims& d, void**
   CUfunction f = function(kernel);
   const driver::Api& cu = driver::api();
   raise_smem_limit(kernel, f, d.smem_bytes);
+  auto where = [&] {
+    return fmt::format("kernel {}, grid ({},{},{}), block {}, smem {}{}; {}", kernel, d.grid_x, d.grid_y, d.grid_z,
+                       d.block_x, d.smem_bytes, d.early_start ? ", early start" : "", context_);
+  };
   if (d.early_start) {
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -63,17 +67,11 @@ void LoadedModule::launch(const std::string& kernel, const LaunchDims& d, void**
     CUlaunchConfig config = launch_config(d);
     config.attrs = &attr;
     config.numAttrs = 1;
-    driver::check(cu.LaunchKernelEx(&config, f, args, nullptr), "cuLaunchKernelEx", [&] {
-      return fmt::format("kernel {}, grid ({},{},{}), block {}, smem {}, early start; {}", kernel, d.grid_x, d.grid_y,
-                         d.grid_z, d.block_x, d.smem_bytes, context_);
-    });
+    driver::check(cu.LaunchKernelEx(&config, f, args, nullptr), "cuLaunchKernelEx", where);
     return;
   }
   driver::check(cu.LaunchKernel(f, d.grid_x, d.grid_y, d.grid_z, d.block_x, 1, 1, d.smem_bytes, nullptr, args, nullptr),
-                "cuLaunchKernel", [&] {
-                  return fmt::format("kernel {}, grid ({},{},{}), block {}, smem {}; {}", kernel, d.grid_x, d.grid_y,
-                                     d.grid_z, d.block_x, d.smem_bytes, context_);
-                });
+                "cuLaunchKernel", where);
 }
 
 int LoadedModule::max_active_clusters(const std::string& kernel, const LaunchDims& d) {

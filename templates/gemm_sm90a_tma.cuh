@@ -119,7 +119,6 @@ struct GemmSm90aTma {
         ptx::mbar_init(full0 + s * 8, 1);
         ptx::mbar_init(empty0 + s * 8, kPeers * kConsumerWarps);
       }
-
       ptx::fence_mbar_init();
     }
     ptx::cluster_sync();  // the peers' barriers exist before any copy or arrival reaches them
