@@ -96,7 +96,21 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
       c2.cluster = 2;
       const int64_t tiles_along_pair =
           rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
-      if (tiles_along_pair >= 2 && fits(s, c2, t)) return c2;
+      if (tiles_along_pair >= 2 && fits(s, c2, t)) {
+        // Short K makes the int32 output the larger stream. w1a2's 128x128 tile (its
+        // accumulators allow no wider) fills shared memory with 4 stages, one block per SM
+        // whose stores stall its tensor cores; 128x32 with 3 stages leaves room for the
+        // output staging and other blocks. apnn tune (session 8, device call 5), w1a2:
+        // 8192x1024x1024 17.27 us against 23.20, 8192x2048x2048 34.85 against 43.61. At
+        // K = 4096 the gain shrinks (1024x4096x4096: 15.96 for the best tile against
+        // 18.64), and at 8192^3 the wide tile wins (261 against 322 us for 128x64, call 3).
+        Tile narrow = c2;
+        narrow.bn = 32;
+        narrow.stages = 3;
+        if (c2.bn == 128 && p.K_bits <= 2048 && fits(s, narrow, t) && rules::tma_tile_error(narrow, with_tile(s, narrow)).empty())
+          return narrow;
+        return c2;
+      }
       return wt;
     }
   }
@@ -136,6 +150,34 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     if (under_wave && w.bm == 128 && w.warps_m == 8 && s.w.bits * s.x.bits <= 4) {
       w.bm = 64;
       w.warps_m = 4;
+    }
+    // Over a wave even at 128 rows, two warpgroups of 128 rows rather than the heuristic's
+    // 64 (it takes 128 only for M > 512): every M tile gathers its X windows again, so taller
+    // tiles gather each window fewer times. apnn tune at batch 128 (w1a2, session 8, device
+    // call 2) put 128-row tiles first on each layer it finished (7x7 C=O=512 128x64 25.5 us
+    // against the untuned 64x128's 28.0; 14x14 C=O=256 128x128 29.3 / 30.7; 28x28 C=O=128
+    // 128x128 44.3 / 53.0), and the bench's 3x3 layers took 1.02-1.21x less time (call 4).
+    // A 1x1 conv gathers each pixel once per M tile anyway: its tiles were 0.89-1.09x.
+    // bn: the heuristic's, or half of it where 128 x bn needs more accumulators than a thread
+    // holds (w2a2, w1a4) or where the last wave would run less full (7x7 C=O=512: 196 tiles
+    // of 128x128, 1.48 waves, 30.2 us; 128x64 fills 2.97).
+    if (!under_wave && w.bm == 64 && p.M > 64 && s.conv.kh * s.conv.kw > 1) {
+      auto tall = [&](int bn) {
+        Tile c = w;
+        c.bm = 128;
+        c.bn = bn;
+        c.warps_m = 8;
+        c.warps_n = 1;
+        return c;
+      };
+      auto fill = [&](int bn) {  // the share of the last wave's blocks that have a tile
+        const int64_t tiles = ((p.M + 127) / 128) * ((p.N + bn - 1) / bn);
+        const int64_t waves = (tiles + t.sm_count - 1) / t.sm_count;
+        return tiles < t.sm_count ? 0.0 : static_cast<double>(tiles) / static_cast<double>(waves * t.sm_count);
+      };
+      int bn = rules::check_tile(tall(w.bn), s.w, s.x).empty() ? w.bn : w.bn / 2;
+      if (bn == w.bn && bn >= 64 && fill(bn) > 0 && fill(bn / 2) > fill(bn) + 0.05) bn /= 2;
+      if (bn >= 32 && fill(bn) > 0 && rules::check_tile(tall(bn), s.w, s.x).empty()) w = tall(bn);
     }
     w.stages = 3;
     // Fewer, wider K steps where the padding adds at most a third of K: a 3x3 conv of 64 or

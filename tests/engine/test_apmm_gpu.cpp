@@ -198,11 +198,12 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
         specs.push_back(s);
       }
     }
-  // Other arrangements: two warpgroups along N, one warpgroup (bm 64), 3 stages.
+  // Other arrangements: two warpgroups along N, one warpgroup (bm 64), 3 stages, bn 32.
   const struct { int p, q; Tile t; } odd[] = {{1, 1, {64, 256, 1024, 3, 4, 2, 2}}, {1, 2, {64, 128, 1024, 4, 4, 1, 2}},
                                               {3, 1, {64, 32, 1024, 3, 4, 1, 2}},  {1, 1, {64, 256, 1024, 3, 4, 2, 4}},
                                               {1, 2, {64, 128, 1024, 4, 4, 1, 8}}, {3, 1, {64, 32, 1024, 3, 4, 1, 8}},
-                                              {1, 2, {64, 32, 1024, 8, 4, 1, 2}}};
+                                              {1, 2, {64, 32, 1024, 8, 4, 1, 2}},
+                                              {1, 2, {128, 32, 1024, 3, 8, 1, 2}}};  // w1a2's untuned tile at short K
   for (const auto& o : odd) {
     KernelSpec s;
     s.w = {o.p, Encoding::Pm1};

@@ -159,6 +159,15 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   wt2.cluster = 2;
   CHECK(*resolve_tile(w1a2(), big, target).tile == wt2);
   CHECK(rules::use_wgmma(resolve_tile(w1a2(), big, target), "sm_90a"));
+  // K of 2048 bits or less: w1a2's 128x128 tile becomes 128x32 with 3 stages (room for the
+  // output staging and more blocks per SM); K = 4096 and w2a2's 128x64 keep theirs.
+  Tile narrow = wt2;
+  narrow.bn = 32;
+  narrow.stages = 3;
+  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 1024, 1024}), target).tile == narrow);
+  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 2048, 2048}), target).tile == narrow);
+  CHECK(rules::tma_tile_error(narrow, w1a2()).empty());
+  CHECK(resolve_tile(w2a2(), apmm_problem({8192, 1024, 1024}), target).tile->bn == 64);
   // A single M tile cannot pair along M: the cp.async wgmma core (N=16384: 128 tiles of 128
   // columns, over half a wave).
   const Problem one_m = apmm_problem({128, 16384, 4096});
@@ -239,6 +248,21 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   // K = 4608 (512 channels) takes 1024 (11% padding).
   CHECK(untuned_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100).bk == 512);
   CHECK(untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100).bk == 1024);
+  // Batch 128 fills the GPU even with 128-row tiles: two warpgroups along O (each M tile
+  // gathers its X columns again); w2a2's four accumulator groups halve bn to fit. O = 64
+  // keeps 64 rows, and batch 8 (O = 128: 98 tiles of 128 x 64) keeps the heuristic's.
+  const Tile tall = untuned_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100);
+  CHECK(tall.bm == 128);
+  CHECK(tall.warps_m == 8);
+  CHECK(tall.warps_n == 1);
+  CHECK(tall.bn == 128);
+  const KernelSpec w2a2 = parse_spec_text(
+      R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  const Tile tall2 = untuned_tile(w2a2, conv_problem(w2a2, {128, 256, 14, 14, 256}), h100);
+  CHECK(tall2.bm == 128);
+  CHECK(tall2.bn == 64);
+  CHECK(untuned_tile(conv, conv_problem(conv, {128, 64, 56, 56, 64}), h100).bm == 64);
+  CHECK(untuned_tile(conv, conv_problem(conv, {8, 128, 28, 28, 128}), h100).bm == 64);
   // Where 512-bit stages do not fit the device's shared memory, the 256-bit wgmma tile.
   const Target small{"sm_90a", "small shared memory", 132, 48 * 1024};
   const Tile narrow = untuned_tile(conv, batch, small);
