@@ -107,8 +107,8 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         Tile narrow = c2;
         narrow.bn = 32;
         narrow.stages = 3;
-        if (c2.bn == 128 && p.K_bits <= 2048 && fits(s, narrow, t) && rules::tma_tile_error(narrow, with_tile(s, narrow)).empty())
-          return narrow;
+        const bool legal = fits(s, narrow, t) && rules::tma_tile_error(narrow, with_tile(s, narrow)).empty();
+        if (c2.bn == 128 && p.K_bits <= 2048 && legal) return narrow;
         return c2;
       }
       return wt;
@@ -156,7 +156,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     // tiles gather each window fewer times. apnn tune at batch 128 (w1a2, session 8, device
     // call 2) put 128-row tiles first on each layer it finished (7x7 C=O=512 128x64 25.5 us
     // against the untuned 64x128's 28.0; 14x14 C=O=256 128x128 29.3 / 30.7; 28x28 C=O=128
-    // 128x128 44.3 / 53.0), and the bench's 3x3 layers took 1.02-1.21x less time (call 4).
+    // 128x128 44.3 / 53.0), and the bench's 3x3 layers took 1.01-1.21x less time on 17 of 18 rows (calls 4, 6).
     // A 1x1 conv gathers each pixel once per M tile anyway: its tiles were 0.89-1.09x.
     // bn: the heuristic's, or half of it where 128 x bn needs more accumulators than a thread
     // holds (w2a2, w1a4) or where the last wave would run less full (7x7 C=O=512: 196 tiles
@@ -170,7 +170,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         c.warps_n = 1;
         return c;
       };
-      auto fill = [&](int bn) {  // the share of the last wave's blocks that have a tile
+      auto fill = [&](int bn) {  // the share of the waves' block slots that hold a tile; 0 under a wave
         const int64_t tiles = ((p.M + 127) / 128) * ((p.N + bn - 1) / bn);
         const int64_t waves = (tiles + t.sm_count - 1) / t.sm_count;
         return tiles < t.sm_count ? 0.0 : static_cast<double>(tiles) / static_cast<double>(waves * t.sm_count);
