@@ -62,6 +62,9 @@ bool fits(const KernelSpec& s, const Tile& tile, const Target& t) {
   return rules::launchable(with_tile(s, tile), t.arch, t.max_smem);
 }
 
+// Output tiles of bm x bn that cover the problem: the blocks of a one-tile-per-block grid.
+int64_t tile_count(const Problem& p, int bm, int bn) { return ((p.M + bm - 1) / bm) * ((p.N + bn - 1) / bn); }
+
 }  // namespace
 
 KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t, TileSource* source) {
@@ -87,7 +90,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   if (sm90a && s.op == Op::Apmm && s.epilogue.empty() && p.K_bits >= 1024) {
     Tile wt;
     if (rules::wgmma_tile(&wt, s.w, s.x) && rules::wgmma_shared_bytes(wt, s.w, s.x) <= t.max_smem &&
-        2 * ((p.M + wt.bm - 1) / wt.bm) * ((p.N + wt.bn - 1) / wt.bn) >= t.sm_count) {
+        2 * tile_count(p, wt.bm, wt.bn) >= t.sm_count) {
       // The TMA core with a cluster of 2 sharing the larger operand tile, when the tiles pair
       // up: faster than the cp.async core at 1024x4096x4096 and 8192x4096x4096 by 1.05x (w1a1),
       // 1.09-1.15x (w1a2) and 1.26-1.40x (w2a2) (session 4 device calls 10-11;
@@ -107,8 +110,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         Tile narrow = c2;
         narrow.bn = 32;
         narrow.stages = 3;
-        const bool legal = fits(s, narrow, t) && rules::tma_tile_error(narrow, with_tile(s, narrow)).empty();
-        if (c2.bn == 128 && p.K_bits <= 2048 && legal) return narrow;
+        if (c2.bn == 128 && p.K_bits <= 2048 && fits(s, narrow, t)) return narrow;
         return c2;
       }
       return wt;
@@ -140,7 +142,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     // the every-tile sweep of 10 bench convs (session 3, device run 9; measured in run 10).
     Tile w = h;
     if (w.bn <= 32) w.warps_n = 1;
-    const bool under_wave = ((p.M + w.bm - 1) / w.bm) * ((p.N + w.bn - 1) / w.bn) < t.sm_count;
+    const bool under_wave = tile_count(p, w.bm, w.bn) < t.sm_count;
     if (p.K_bits >= 1024 && under_wave) w.bk = 1024;
     // Under a wave, one warpgroup of 64 rows rather than two of 128: twice the blocks, each
     // warp's instruction chain (what these layers' time is) half as long. n1-16x16 C=O=1024:
@@ -171,7 +173,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         return c;
       };
       auto fill = [&](int bn) {  // the share of the waves' block slots that hold a tile; 0 under a wave
-        const int64_t tiles = ((p.M + 127) / 128) * ((p.N + bn - 1) / bn);
+        const int64_t tiles = tile_count(p, 128, bn);
         const int64_t waves = (tiles + t.sm_count - 1) / t.sm_count;
         return tiles < t.sm_count ? 0.0 : static_cast<double>(tiles) / static_cast<double>(waves * t.sm_count);
       };
