@@ -131,7 +131,8 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   const int64_t col_tiles = pool ? blocks(od.pixels(), t.bn / (pool->size * pool->size)) : blocks(g.N * g.Ho() * g.Wo(), t.bn);
   if (s.epilogue.quantize()) out.sums.fill_u32_async(0);  // accumulated with atomics
   if (wgmma) {
-    // One block per output tile (templates/conv_sm90a.cuh), M tiles fastest.
+    // Each block a contiguous share of the tiles, M tiles fastest: a persistent grid where
+    // rules::conv_persistent says so, else one block per tile (templates/conv_sm90a.cuh).
     const int64_t tiles = int64_t{blocks(g.O, t.bm)} * col_tiles;
     if (tiles > (int64_t{1} << 31) - 1)
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} output tiles of {}x{}, above 2^31-1", tiles, t.bm, t.bn));
@@ -141,7 +142,8 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
       throw Error(ErrorKind::InvalidInput,
                   fmt::format("shape: {} column tiles of {} columns exceed 2^31-1 columns: use a smaller batch", col_tiles,
                               t.bn));
-    d.grid_x = static_cast<unsigned>(tiles);
+    d.grid_x = rules::conv_persistent(s) ? kernel_->module->persistent_grid(kConvKernel, d.block_x, d.smem_bytes, tiles)
+                                         : static_cast<unsigned>(tiles);
     d.early_start = true;  // the kernel waits for the previous one before touching memory (conv_sm90a.cuh)
     kernel_->module->launch(kConvKernel, d, args);
     return;

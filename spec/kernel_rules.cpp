@@ -197,6 +197,15 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
   return wgmma_tile_error(t, spec.w, spec.x).empty() && wgmma_core_bytes(t, spec) <= kMaxSharedBytes;
 }
 
+// Measured on the bench's batch-8 and batch-128 ResNet-18 layers (bench/NOTES.md, session
+// 9, device calls 1-3): a persistent grid for every precision made w2a8 1.1-1.7x faster
+// (its 16 plane pairs take small tiles, many per SM) but w1a2 0.76-1.02x and w2a2 / w1a4
+// about even, so only the heavy precisions take it. Staged chains write their output
+// through the pipeline's buffers, which a next tile would be loading.
+bool conv_persistent(const KernelSpec& spec) {
+  return spec.op == Op::Apconv && !spec.epilogue.staged() && spec.w.bits * spec.x.bits >= 8;
+}
+
 bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x) {
   for (int wn : {1, 2, 4, 8}) {
     Tile c = *t;

@@ -69,6 +69,10 @@ int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandForma
 // staging and column table in shared memory), and the variable APNN_DISABLE_WGMMA unset or
 // "0" (the mma.sync core then runs the same tile, for comparisons).
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
+// Whether an APConv on the wgmma core runs as a persistent grid (at most a wave of blocks,
+// each a contiguous share of the tiles) rather than one block per tile
+// (templates/conv_sm90a.cuh): where p*q >= 8 and the chain does not stage its output.
+bool conv_persistent(const KernelSpec& spec);
 // A warp grid for a tile given only bm/bn/bk/stages that suits the wgmma core: warpgroups
 // stacked along M (warps_m = bm/16), the fewest along N. Returns false if none does.
 bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x);

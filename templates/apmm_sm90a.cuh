@@ -32,6 +32,11 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // The plain int32 output only (rules::use_wgmma): fused chains read blockIdx.y and stage
   // through shared memory, which this persistent core's pipeline still fills.
   static_assert(!T::Epi::kStaged, "the wgmma core has no fused epilogue yet");
+  // GemmSm90a::run's tile order (every gridDim.x-th tile) and per-tile hook (none needed).
+  __device__ __forceinline__ void block_tiles(int ntiles, int& first, int& stride, int& count) const {
+    Core90::strided_tiles(ntiles, first, stride, count);
+  }
+  __device__ __forceinline__ void begin_tile(int, int, bool) const {}
 
   __device__ __forceinline__ void load_b(u32* dst, int n0, int kword0) const {
     Core90::template load_operand<Core90::kRowsB, T::kBN>(dst, this->xp, static_cast<i64>(this->N) * this->a_ld, this->N,

@@ -50,8 +50,9 @@ struct ConvProblem {
   int C, H, W, Ho, Wo, CW, P;  // P = N*Ho*Wo conv output pixels
   int Hp, Wp;                  // output after pooling (Ho, Wo without a pool)
   int out_pixels, out_hw, out_cw;
-  int col_tile;                // the tile of output columns (pixels) this block computes
-  int m_tile;                  // and its tile of output channels
+  // The tile of output columns (pixels) this block computes and its tile of output channels
+  // (the tile being computed, on the persistent core: conv_sm90a.cuh's begin_tile).
+  mutable int col_tile, m_tile;
 
   // The conv pixel (n, ho, wo) that column c of tile `tile` computes; false if none.
   __device__ __forceinline__ bool column_pixel(int tile, int c, int& n, int& ho, int& wo) const {
@@ -88,21 +89,22 @@ struct ConvProblem {
   static constexpr bool kPlanned = Core::kThreads % Core::kChunksPerRow == 0 &&
                                    (kRowStep % T::kBN == 0 || T::kBN % kRowStep == 0) && kPix <= 8;
   static constexpr int kNoPixel = -0x4000;  // an input row no kernel position reaches
-  int pix_base[kPix];  // (n*q*H + hi0)*W + wi0: plane 0's pixel index of kernel position (0, 0)
-  int pix_hw[kPix];    // hi0 << 16 | (wi0 & 0xffff), the top-left input pixel of the window
-  bool planned;        // plan_columns filled the plan (kPlanned and plan_fits)
+  // The plan of the column tile being loaded (the persistent core loads ahead, across tiles).
+  mutable int pix_base[kPix];  // (n*q*H + hi0)*W + wi0: plane 0's pixel index of kernel position (0, 0)
+  mutable int pix_hw[kPix];    // hi0 << 16 | (wi0 & 0xffff), the top-left input pixel of the window
+  mutable bool planned;        // plan_columns filled the plan (kPlanned and plan_fits)
   // The thread's K position (kernel position, word of the pixel's channels) for the K step
   // that starts at word k_next, carried from step to step: a division by CW per step was
   // about 25 of a step's 160 instructions per warp on the N=1 convs (session 7, call 1).
   mutable int k_next, k_pos, k_cw;
-  int step_pos, step_cw;  // one K step of Core::kRowWords words: whole kernel positions, then words
+  mutable int step_pos, step_cw;  // one K step of Core::kRowWords words: whole kernel positions, then words
 
   // H and W below 2^15 (16-bit corner halves), and every pixel index of the N*q planes below 2^31.
   static __device__ __forceinline__ bool plan_fits(int N, int H, int W) {
     return H < 0x8000 && W < 0x8000 && static_cast<i64>(N) * T::kXBits * H * W + static_cast<i64>(H) * W < (i64{1} << 31);
   }
 
-  __device__ __forceinline__ void plan_columns(int n0, int N) {
+  __device__ __forceinline__ void plan_columns(int n0, int N) const {
     planned = false;
     if constexpr (kPlanned) {
       if (!plan_fits(N, H, W)) return;
@@ -276,11 +278,14 @@ struct ConvProblem {
 
   // The unstaged epilogue: the warp's rows from m_base and tile columns from c_base, each
   // column's pixel and output offset read from the column table. Two neighbouring columns
-  // that are neighbouring output words at an even offset go out as one 8-byte store.
+  // that are neighbouring output words at an even offset go out as one 8-byte store. Output
+  // offsets are int32: every output index is below 2^31 (conv_runner.cpp checks N*O*Ho*Wo),
+  // and 64-bit address math per store was about a third of the epilogue's instructions at
+  // batch 128 (session 8, device call 1).
   __device__ __forceinline__ void store_columns(const i32 (&acc)[T::kGroups][Frag::kMI][Frag::kNI][4], int m_base,
                                                 int c_base, int g, int tig) const {
     using Final = typename E::Final;
-    Final* y = static_cast<Final*>(epi.out);
+    Final* const y = static_cast<Final*>(epi.out);
     const int O = a_rows, HoWo = Ho * Wo;
 #pragma unroll
     for (int ni = 0; ni < Frag::kNI; ++ni) {
@@ -293,12 +298,12 @@ struct ConvProblem {
         for (int half = 0; half < 2; ++half) {
           const int o = m_base + mi * 16 + g + half * 8;
           if (o >= O) continue;
-          const i64 row = static_cast<i64>(o) * HoWo;
+          const int row = o * HoWo;
           auto value = [&](const ConvColumn& col, int e, int cc) {
             return E::post(E::pre(static_cast<i32>(corrected(acc, mi, ni, half * 2 + e, o, col.p, cc)), o, epi), o, epi);
           };
           if (pair) {
-            store_pair(y + row + a.out, value(a, 0, c), value(b, 1, c + 1), ((row + a.out) & 1) == 0, true);
+            store_pair(y + (row + a.out), value(a, 0, c), value(b, 1, c + 1), ((row + a.out) & 1) == 0, true);
           } else {
             if (a.out >= 0) y[row + a.out] = value(a, 0, c);
             if (b.out >= 0) y[row + b.out] = value(b, 1, c + 1);

@@ -2,11 +2,16 @@
 // column table, corrections and epilogues, fused chains included), with the X tile gathered
 // into the wgmma core's swizzled K-major layout.
 //
-// One output tile per block (the grid is the tile count, not persistent): the gather plan
-// and the column table belong to one tile, and GemmSm90a::run starts loading a block's next
-// tile while it stores the last, which would need both tiles' tables at once. Block b
-// computes M tile b % tiles_m of column tile b / tiles_m; with a fused pool a column tile
-// is kOutPerTile whole pooling windows (conv_sm80.cuh).
+// Block b computes a contiguous share of the tiles (M tiles fastest), so consecutive tiles
+// of a block mostly share their column tile: the gather plan (load side, which runs ahead
+// into the next tile) and the column table (epilogue side) are worked out again only where
+// the column tile changes. The runner launches either one block per tile, or, where
+// rules::conv_persistent says so, a persistent grid of at most a wave of blocks, whose
+// successive tiles form one pipeline (session 9: 1.1-1.7x for w2a8 at batch 128, about
+// even for lighter precisions, bench/NOTES.md). Chains that stage their output in the
+// pipeline's buffers (E::kStaged) always get one block per tile: the staging would
+// overwrite the next tile's first stages in flight. With a fused pool a column tile is
+// kOutPerTile whole pooling windows (conv_sm80.cuh).
 #pragma once
 #include "conv_sm80.cuh"
 #include "gemm_sm90a.cuh"
@@ -15,8 +20,41 @@ namespace apnn {
 
 template <class T>
 struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
+  using Base = ConvProblem<T, GemmSm90a<T>>;
   static constexpr bool kTmaStore = false;  // NCHW rows of Ho*Wo pixels: plain stores
-  int N;  // rows of B for GemmSm90a::run: column tiles * kBN
+  int N;                       // rows of B for GemmSm90a::run: column tiles * kBN
+  int batch;                   // images
+  int first_tile, tile_count;  // the block's contiguous share of the tiles, M tiles fastest
+  mutable int plan_n0;         // the first column of the tile whose gather plan is loaded, -1 for none
+  mutable int table_tile;      // the column tile whose column table is in shared memory, -1 for none
+
+  // Consecutive tiles mostly share a column tile, whose plan and table are then worked out once.
+  __device__ __forceinline__ void block_tiles(int, int& first, int& stride, int& count) const {
+    first = first_tile;
+    stride = 1;
+    count = tile_count;
+  }
+
+  // The loads run up to kStages steps ahead, into the next tile: plan its columns on the way.
+  __device__ __forceinline__ void load_b(u32* dst, int n0, int kword0) const {
+    if (n0 != plan_n0) {
+      this->plan_columns(n0, batch);
+      plan_n0 = n0;
+    }
+    Base::load_b(dst, n0, kword0);
+  }
+
+  // Before tile `tile`'s mainloop (every thread): the epilogue's tile, and its column table
+  // where the column tile changed. The tile's first barrier publishes the table; the one here
+  // keeps it from overwriting the table that slower warps still read in the last epilogue.
+  __device__ __forceinline__ void begin_tile(int tile, int tiles_m, bool first) const {
+    this->m_tile = tile % tiles_m;
+    this->col_tile = tile / tiles_m;
+    if (this->col_tile == table_tile) return;
+    if (!first) __syncthreads();
+    this->fill_column_table(this->col_tile);
+    table_tile = this->col_tile;
+  }
 };
 
 template <class T>
@@ -24,23 +62,28 @@ __device__ __forceinline__ void conv_sm90a(u32* smem, const u32* wp, const i32* 
                                            const i32* pixsum, const EpilogueArgs& epi, int O, int N, int C, int H, int W,
                                            int Ho, int Wo, int CW) {
   using E = typename T::Epi;
-  using Prob = ConvProblem<T, GemmSm90a<T>>;
+  using Prob = ConvProblemSm90a<T>;
   const int ld = Prob::kKHW * CW;
   const int P = N * Ho * Wo;
   const int Hp = E::kPool ? (Ho - E::kPoolSize) / E::kPoolStride + 1 : Ho;
   const int Wp = E::kPool ? (Wo - E::kPoolSize) / E::kPoolStride + 1 : Wo;
   const int out_pixels = N * Hp * Wp;
   const int col_tiles = E::kPool ? (out_pixels + Prob::kOutPerTile - 1) / Prob::kOutPerTile : (P + T::kBN - 1) / T::kBN;
+  Prob prob{{wp, static_cast<i64>(O) * ld, O, ld, ld, xp, rowsum, possum, pixsum, epi, smem, C, H, W, Ho, Wo, CW, P, Hp,
+             Wp, out_pixels, Hp * Wp, (O + 127) / 128 * 4, 0, 0},
+            col_tiles * T::kBN,
+            N,
+            0,
+            0,
+            -1,
+            -1};
+  // Launched with early_start (conv_runner.cpp): the block's share and its first gather plan
+  // overlap the previous kernel's end; global memory only after the wait.
   const int tiles_m = (O + T::kBM - 1) / T::kBM;
-  const int tile = static_cast<int>(blockIdx.x);
-  ConvProblemSm90a<T> prob{{wp, static_cast<i64>(O) * ld, O, ld, ld, xp, rowsum, possum, pixsum, epi, smem, C, H, W, Ho,
-                            Wo, CW, P, Hp, Wp, out_pixels, Hp * Wp, (O + 127) / 128 * 4, tile / tiles_m, tile % tiles_m},
-                           col_tiles * T::kBN};
-  // Launched with early_start (conv_runner.cpp): the index arithmetic above and the gather
-  // plan overlap the previous kernel's end; global memory only after the wait.
-  prob.plan_columns(prob.col_tile * T::kBN, N);
+  GemmSm90a<T>::contiguous_tiles(tiles_m * col_tiles, prob.first_tile, prob.tile_count);
+  prob.plan_n0 = prob.first_tile / tiles_m * T::kBN;
+  prob.plan_columns(prob.plan_n0, N);
   ptx::grid_dependency_wait();
-  prob.fill_column_table(prob.col_tile);
   GemmSm90a<T>::run(smem, prob);
 }
 

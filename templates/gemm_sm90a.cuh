@@ -21,10 +21,10 @@
 // passes one block barrier, refills step i-2's slot with step i+kStages-2, and issues all
 // p*q plane-pair wgmmas of its slot: two steps of wgmmas may be in flight while the copies
 // of kStages-2 steps fly. A second barrier a step was 16% of the N=1 convs' stall samples
-// (session 7, call 3). With 2 stages: issue, wait for step i-1, barrier, refill. A
-// block takes tiles blockIdx.x, + gridDim.x, ...: APMM launches a persistent grid (at most
-// a wave of blocks), whose successive tiles form one pipeline; APConv launches one block per
-// tile (conv_sm90a.cuh).
+// (session 7, call 3). With 2 stages: issue, wait for step i-1, barrier, refill. Both
+// APMM and APConv launch a persistent grid (at most a wave of blocks), whose successive
+// tiles form one pipeline; APConv chains that stage their output in the pipeline's buffers
+// take one block per tile (conv_sm90a.cuh).
 #pragma once
 #include "apnn_types.cuh"
 #include "operand_copy.cuh"
@@ -130,11 +130,34 @@ struct GemmSm90a {
     return ((M + T::kBM - 1) / T::kBM) * ((N + T::kBN - 1) / T::kBN);
   }
 
-  // Persistent: block b computes tiles b, b + gridDim.x, ... (any 1-D grid works). The
-  // (tile, K step) sequence is one pipeline, so the next tile's first stages load while
-  // this one finishes and stores. Problem: as GemmSm80::run (a_planes, a_plane_stride,
-  // a_rows, a_ld, k_words, load_b, store) plus N, the rows of B; load_b writes this core's
-  // layout.
+  // Block blockIdx.x's tiles b, b + gridDim.x, ... of ntiles (APMM: the blocks running at
+  // once share operand rows in L2).
+  static __device__ __forceinline__ void strided_tiles(int ntiles, int& first, int& stride, int& count) {
+    first = static_cast<int>(blockIdx.x);
+    stride = static_cast<int>(gridDim.x);
+    count = first < ntiles ? (ntiles - 1 - first) / stride + 1 : 0;
+  }
+  // Block blockIdx.x's contiguous share of ntiles tiles: `count` from `first`, the first
+  // ntiles % gridDim.x blocks one more. With one block per tile, no division: every
+  // dependent instruction shows in the N=1 convs' few microseconds.
+  static __device__ __forceinline__ void contiguous_tiles(int ntiles, int& first, int& count) {
+    const int b = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
+    if (grid >= ntiles) {
+      first = b;
+      count = b < ntiles ? 1 : 0;
+      return;
+    }
+    const int share = ntiles / grid, extra = ntiles - share * grid;
+    first = b * share + (b < extra ? b : extra);
+    count = share + (b < extra ? 1 : 0);
+  }
+
+  // Persistent: each block computes the tiles that Problem::block_tiles gives it (any 1-D
+  // grid works). The (tile, K step) sequence is one pipeline, so the next tile's first
+  // stages load while this one finishes and stores. Problem: as GemmSm80::run (a_planes,
+  // a_plane_stride, a_rows, a_ld, k_words, load_b, store) plus N, the rows of B,
+  // block_tiles(ntiles, first, stride, count), and begin_tile(tile, tiles_m, first), called
+  // by every thread before a tile's mainloop; load_b writes this core's layout.
   template <class Problem>
   static __device__ __forceinline__ void run(u32* smem_raw, const Problem& prob) {
     const u32 raw_addr = ptx::smem_addr(smem_raw);
@@ -149,12 +172,15 @@ struct GemmSm90a {
     const int tiles_m = (prob.a_rows + T::kBM - 1) / T::kBM;
     const int ntiles = tiles(prob.a_rows, prob.N);
     const int ktiles = (prob.k_words + kRowWords - 1) / kRowWords;
-    if (static_cast<int>(blockIdx.x) >= ntiles || ktiles == 0) return;
-    const int steps = ((ntiles - 1 - static_cast<int>(blockIdx.x)) / static_cast<int>(gridDim.x) + 1) * ktiles;
+    // The block's tiles: `count` tiles from `first`, `stride` apart (the problem's choice).
+    int first = 0, stride = 1, count = 0;
+    prob.block_tiles(ntiles, first, stride, count);
+    if (count <= 0 || ktiles == 0) return;
+    const int steps = count * ktiles;
 
     // The next (tile, K step) to load, and the tile's origin (divided out once per tile, not
     // once per K step).
-    int ld_tile = blockIdx.x, ld_kt = 0;
+    int ld_tile = first, ld_kt = 0;
     int ld_m0 = (ld_tile % tiles_m) * T::kBM, ld_n0 = (ld_tile / tiles_m) * T::kBN;
     auto load_next = [&](int slot) {
       u32* st = reinterpret_cast<u32*>(smem + slot * kStageBytes);
@@ -162,7 +188,7 @@ struct GemmSm90a {
       prob.load_b(reinterpret_cast<u32*>(smem + slot * kStageBytes + kRowsA * kRowBytes), ld_n0, ld_kt * kRowWords);
       if (++ld_kt == ktiles) {
         ld_kt = 0;
-        ld_tile += gridDim.x;
+        ld_tile += stride;
         ld_m0 = (ld_tile % tiles_m) * T::kBM;
         ld_n0 = (ld_tile / tiles_m) * T::kBN;
       }
@@ -182,7 +208,8 @@ struct GemmSm90a {
       ptx::cp_async_commit();
     }
     int i = 0;  // steps done, over all of this block's tiles
-    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+    for (int n = 0, tile = first; n < count; ++n, tile += stride) {
+      prob.begin_tile(tile, tiles_m, n == 0);  // before the tile's first barrier, which publishes what it writes
       for (int kt = 0; kt < ktiles; ++kt, ++i) {
         ptx::cp_async_wait<kAhead - 1>();
         ptx::fence_proxy_async();
@@ -211,7 +238,7 @@ struct GemmSm90a {
       // mainloop: its blocks then wait (grid_dependency_wait) through this epilogue rather
       // than through the whole kernel. Triggered at the kernel's start instead, the paper's
       // convs and FC layer were 8-25% slower (session 7, device call 8).
-      if (tile == static_cast<int>(blockIdx.x)) ptx::allow_dependent_launch();
+      if (n == 0) ptx::allow_dependent_launch();
       // Store the tile while the next tile's first stages load.
       ptx::wgmma_wait<0>();
       fence_acc(acc);

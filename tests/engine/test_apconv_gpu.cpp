@@ -102,6 +102,32 @@ TEST_CASE("sm_90a wgmma conv: every K step width, 1-8 weight planes, O and K pas
   std::printf("apconv wgmma core, explicit tiles: %d cases exact\n", n);
 }
 
+TEST_CASE("sm_90a persistent conv: blocks take several tiles and change column tile inside their share") {
+  if (skipped_without_sm90a("wgmma conv")) return;
+  TempCache cache;
+  Engine engine;
+  // p*q >= 8 runs persistent (rules::conv_persistent). Tiles of 1024-bit K steps and 3-4
+  // stages fill an SM's shared memory, so the grid is one block per SM and each block takes
+  // 2-5 tiles: O = 70 leaves a part M tile, P = 64*13*11 a part column tile, C = 70 pads K;
+  // with one M tile (128 rows) every tile changes the column tile.
+  const struct { int p, q; Encoding we, xe; Tile t; } cases[] = {
+      {2, 8, Encoding::Signed, Encoding::Unsigned, {64, 32, 1024, 4, 4, 2}},
+      {2, 4, Encoding::Signed, Encoding::Signed, {128, 32, 1024, 3, 8, 1}},
+  };
+  const ConvShape sh{64, 70, 13, 11, 70};
+  int n = 0;
+  for (const auto& c : cases) {
+    KernelSpec s = conv_spec({c.p, c.we}, {c.q, c.xe}, {3, 3, 1, 1, 1, 1});
+    s.tile = c.t;
+    REQUIRE(rules::use_wgmma(s, "sm_90a"));
+    REQUIRE(rules::conv_persistent(s));
+    const int64_t tiles = (sh.O + c.t.bm - 1) / c.t.bm * ((sh.N * sh.H * sh.W + c.t.bn - 1) / c.t.bn);
+    REQUIRE(tiles > 2 * current_device().sm_count);
+    expect_exact(engine, s, sh, static_cast<uint64_t>(++n));
+  }
+  std::printf("apconv persistent wgmma core: %d cases exact\n", n);
+}
+
 TEST_CASE("strided, unpadded, 1x1 and the AlexNet / VGG / ResNet-18 kernels on odd shapes") {
   TempCache cache;
   Engine engine;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "apnn/spec.h"
 #include "spec/kernel_rules.h"
 
 using namespace apnn;
@@ -101,4 +102,19 @@ TEST_CASE("spec_id: equal for equal canonical specs, different when any field di
   for (const KernelSpec& v : variants) ids.push_back(spec_id(v));
   std::sort(ids.begin(), ids.end());
   CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
+}
+
+TEST_CASE("conv_persistent: APConv with p*q >= 8 and an unstaged chain only") {
+  auto spec = [](const char* text) { return parse_spec_text(text); };
+  const char* conv = R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":8,"x_enc":"unsigned","kernel":[3,3]})";
+  CHECK(conv_persistent(spec(conv)));
+  CHECK(conv_persistent(spec(R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":4,"x_enc":"unsigned","kernel":[1,1],
+                                  "epilogue":[{"op":"relu"}]})")));
+  // Lighter precisions ran slower persistent (bench/NOTES.md, session 9).
+  CHECK_FALSE(conv_persistent(spec(R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3]})")));
+  CHECK_FALSE(conv_persistent(spec(R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned","kernel":[3,3]})")));
+  // A pool or quantize stages the output in the pipeline's buffers.
+  CHECK_FALSE(conv_persistent(spec(R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":8,"x_enc":"unsigned","kernel":[3,3],
+                                       "epilogue":[{"op":"pool","kind":"max","size":2,"stride":2}]})")));
+  CHECK_FALSE(conv_persistent(spec(R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":8,"x_enc":"unsigned"})")));
 }
