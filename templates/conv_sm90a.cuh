@@ -44,6 +44,68 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
     Base::load_b(dst, n0, kword0);
   }
 
+  // The plain (unstaged) epilogue of a block's only tile, where an output row Ho*Wo is odd,
+  // goes through shared memory: nothing loads into the pipeline's buffers any more, so the
+  // values land there row-major, and the warps then write whole output rows, consecutive
+  // columns (pixels) in consecutive lanes. Stored straight from the accumulator fragments,
+  // each warp store covers 8 rows of 2-4 columns, and with Ho*Wo odd half the rows cannot
+  // take 8-byte pairs: at batch 128, 7x7 outputs, the stores used 11 of the 32 bytes of each
+  // sector they touched and the epilogue took 40% of the stall samples (session 9, device
+  // call 5). Measured in call 6: 1.12-1.79x on the batch-128 7x7 outputs, about even on
+  // batch 8's, but 0.82-0.93x on the even 28x28 and 56x56 outputs, whose pairs align.
+  static constexpr int kRowLd = T::kBN + 8;  // 8 rows of a fragment's 64-bit stores fill the 16 double banks twice
+  static constexpr bool kRowStaging = !Base::E::kStaged && T::kBM * kRowLd * 4 <= GemmSm90a<T>::kSmemBytes;
+
+  __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][1][Base::Frag::kNI][4], int m_base, int n_base,
+                                        int g, int tig) const {
+    if constexpr (kRowStaging) {
+      if (tile_count == 1 && (this->Ho * this->Wo) % 2 == 1) {
+        store_rows_staged(acc, m_base, n_base - this->col_tile * T::kBN, g, tig);
+        return;
+      }
+    }
+    Base::store(acc, m_base, n_base, g, tig);
+  }
+
+  __device__ __forceinline__ void store_rows_staged(const i32 (&acc)[T::kGroups][1][Base::Frag::kNI][4], int m_base,
+                                                    int c_base, int g, int tig) const {
+    using E = typename Base::E;
+    using Final = typename E::Final;
+    Final* st = reinterpret_cast<Final*>(this->smem);
+    const ConvColumn* table = this->column_table();
+    const int O = this->a_rows, m0 = this->m_tile * T::kBM;
+    ptx::cp_async_wait<0>();
+    __syncthreads();  // every warpgroup's wgmmas are done reading the pipeline's buffers
+#pragma unroll
+    for (int ni = 0; ni < Base::Frag::kNI; ++ni) {
+      const int c = c_base + ni * 8 + 2 * tig;
+      const ConvColumn a = table[c], b = table[c + 1];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = m_base - m0 + g + half * 8, o = m0 + r;
+        if (o >= O) continue;
+        auto value = [&](const ConvColumn& col, int e, int cc) {
+          return E::post(E::pre(static_cast<i32>(this->corrected(acc, 0, ni, half * 2 + e, o, col.p, cc)), o, this->epi),
+                         o, this->epi);
+        };
+        // Columns without a pixel are not read back (their out is -1).
+        store_pair(st + r * kRowLd + c, a.out >= 0 ? value(a, 0, c) : Final{}, b.out >= 0 ? value(b, 1, c + 1) : Final{},
+                   true, true);
+      }
+    }
+    __syncthreads();
+    Final* y = static_cast<Final*>(this->epi.out);
+    const int HoWo = this->Ho * this->Wo;
+    constexpr int kThreads = GemmSm90a<T>::kThreads;
+    constexpr int kElems = T::kBM * T::kBN;
+    for (int e = static_cast<int>(threadIdx.x); e < kElems; e += kThreads) {
+      const int r = e / T::kBN, c = e % T::kBN;
+      const int o = m0 + r, out = table[c].out;
+      // Output indexes are int32: every one is below 2^31 (conv_runner.cpp checks N*O*Ho*Wo).
+      if (o < O && out >= 0) y[o * HoWo + out] = st[r * kRowLd + c];
+    }
+  }
+
   // Before tile `tile`'s mainloop (every thread): the epilogue's tile, and its column table
   // where the column tile changed. The tile's first barrier publishes the table; the one here
   // keeps it from overwriting the table that slower warps still read in the last epilogue.
