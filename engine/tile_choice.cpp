@@ -105,12 +105,19 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         // whose stores stall its tensor cores; 128x32 with 3 stages leaves room for the
         // output staging and other blocks. apnn tune (session 8, device call 5), w1a2:
         // 8192x1024x1024 17.27 us against 23.20, 8192x2048x2048 34.85 against 43.61. At
-        // K = 4096 the gain shrinks (1024x4096x4096: 15.96 for the best tile against
-        // 18.64), and at 8192^3 the wide tile wins (261 against 322 us for 128x64, call 3).
+        // 8192^3 the wide tile wins (261 against 322 us for 128x64, call 3).
         Tile narrow = c2;
         narrow.bn = 32;
         narrow.stages = 3;
         if (c2.bn == 128 && p.K_bits <= 2048 && fits(s, narrow, t)) return narrow;
+        // Longer K with at most two waves of these tiles: the cp.async core's 128x128 with two
+        // warpgroups along N. apnn tune, w1a2 1024x4096x4096: 15.96 us (session 8, call 5)
+        // and 15.90 (session 9, call 9) against the TMA tile's 18.64 / 19.01. More waves keep
+        // the TMA tile (8192x4096x4096's sweep did not finish; at 8192^3 it is the best known).
+        Tile split = wt;
+        split.warps_n = 2;
+        if (c2.bn == 128 && tile_count(p, wt.bm, wt.bn) <= 2 * t.sm_count && fits(s, split, t) && on_wgmma(s, split, t))
+          return split;
         return c2;
       }
       return wt;
