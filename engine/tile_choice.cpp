@@ -110,14 +110,14 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         narrow.bn = 32;
         narrow.stages = 3;
         if (c2.bn == 128 && p.K_bits <= 2048 && fits(s, narrow, t)) return narrow;
-        // Longer K with at most two waves of these tiles: the cp.async core's 128x128 with two
-        // warpgroups along N. apnn tune, w1a2 1024x4096x4096: 15.96 us (session 8, call 5)
-        // and 15.90 (session 9, call 9) against the TMA tile's 18.64 / 19.01. More waves keep
-        // the TMA tile (8192x4096x4096's sweep did not finish; at 8192^3 it is the best known).
+        // K up to 4096 bits: the cp.async core's 128x128 with two warpgroups along N. apnn
+        // tune, w1a2 1024x4096x4096: 15.96 us (session 8, call 5) and 15.90 (session 9, call
+        // 9) against the TMA tile's 18.64 / 19.01; the bench at 8192x4096x4096 (session 9,
+        // call 12): 96.55 / 96.28 against 98.88 / 98.15. Longer K keeps the TMA tile, the
+        // best known at 8192^3.
         Tile split = wt;
         split.warps_n = 2;
-        if (c2.bn == 128 && tile_count(p, wt.bm, wt.bn) <= 2 * t.sm_count && fits(s, split, t) && on_wgmma(s, split, t))
-          return split;
+        if (c2.bn == 128 && p.K_bits <= 4096 && fits(s, split, t) && on_wgmma(s, split, t)) return split;
         return c2;
       }
       return wt;

@@ -153,7 +153,7 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   const Target target = nominal_target("sm_90a");
   Tile wt;
   REQUIRE(rules::wgmma_tile(&wt, w1a2().w, w1a2().x));
-  const Problem big = apmm_problem({4000, 4096, 4096});
+  const Problem big = apmm_problem({4000, 4096, 8192});
   // ... on the TMA core with a cluster of 2 (the X tile shared: 32 M tiles pair up).
   Tile wt2 = wt;
   wt2.cluster = 2;
@@ -168,13 +168,14 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 2048, 2048}), target).tile == narrow);
   CHECK(rules::tma_tile_error(narrow, w1a2()).empty());
   CHECK(resolve_tile(w2a2(), apmm_problem({8192, 1024, 1024}), target).tile->bn == 64);
-  // Longer K within two waves of 128x128 tiles (256 at 1024x4096, 132 SMs): the cp.async
-  // core's 128x128 with two warpgroups along N; more waves keep the TMA tile.
+  // K of 2049-4096 bits: the cp.async core's 128x128 with two warpgroups along N; longer K
+  // keeps the TMA tile.
   Tile split = wt;
   split.warps_n = 2;
   CHECK(*resolve_tile(w1a2(), apmm_problem({1024, 4096, 4096}), target).tile == split);
+  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 4096, 4096}), target).tile == split);
   CHECK(rules::use_wgmma(resolve_tile(w1a2(), apmm_problem({1024, 4096, 4096}), target), "sm_90a"));
-  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 4096, 4096}), target).tile == wt2);
+  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 8192, 8192}), target).tile == wt2);
   CHECK(resolve_tile(w2a2(), apmm_problem({1024, 4096, 4096}), target).tile->cluster == 2);
   // A single M tile cannot pair along M: the cp.async wgmma core (N=16384: 128 tiles of 128
   // columns, over half a wave).
