@@ -51,8 +51,9 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
   // each warp store covers 8 rows of 2-4 columns, and with Ho*Wo odd half the rows cannot
   // take 8-byte pairs: at batch 128, 7x7 outputs, the stores used 11 of the 32 bytes of each
   // sector they touched and the epilogue took 40% of the stall samples (session 9, device
-  // call 5). Measured in call 6: 1.12-1.79x on the batch-128 7x7 outputs, about even on
-  // batch 8's, but 0.82-0.93x on the even 28x28 and 56x56 outputs, whose pairs align.
+  // call 5). Staging every one-tile block (call 6) was 0.82-0.93x on the even 28x28 and
+  // 56x56 outputs, whose pairs align; staging only odd rows (call 7): 1.12-1.78x on the
+  // batch-128 7x7 outputs, 0.97-1.05x elsewhere.
   static constexpr int kRowLd = T::kBN + 8;  // 8 rows of a fragment's 64-bit stores fill the 16 double banks twice
   static constexpr bool kRowStaging = !Base::E::kStaged && T::kBM * kRowLd * 4 <= GemmSm90a<T>::kSmemBytes;
 
