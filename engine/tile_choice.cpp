@@ -94,7 +94,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
       // The TMA core with a cluster of 2 sharing the larger operand tile, when the tiles pair
       // up: faster than the cp.async core at 1024x4096x4096 and 8192x4096x4096 by 1.05x (w1a1),
       // 1.09-1.15x (w1a2) and 1.26-1.40x (w2a2) (session 4 device calls 10-11;
-      // bench/NOTES-wgmma.md).
+      // bench/NOTES-wgmma.md). w1a2 has since changed sides at K up to 4096 bits (below).
       Tile c2 = wt;
       c2.cluster = 2;
       const int64_t tiles_along_pair =

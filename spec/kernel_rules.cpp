@@ -199,7 +199,7 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
 
 // Measured on the bench's batch-8 and batch-128 ResNet-18 layers (bench/NOTES.md, session
 // 9, device calls 1-3): a persistent grid for every precision made w2a8 1.1-1.7x faster
-// (its 16 plane pairs take small tiles, many per SM) but w1a2 0.76-1.02x and w2a2 / w1a4
+// (its 16 plane pairs take small tiles, many per SM) but w1a2 0.76-1.05x and w2a2 / w1a4
 // about even, so only the heavy precisions take it. Staged chains write their output
 // through the pipeline's buffers, which a next tile would be loading.
 bool conv_persistent(const KernelSpec& spec) {

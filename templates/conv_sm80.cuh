@@ -259,6 +259,14 @@ struct ConvProblem {
     return v;
   }
 
+  // The unstaged chains' output value of channel o at tile column c (its table entry col):
+  // the corrected sum through the chain's ops (epilogue.cuh).
+  template <class Acc>
+  __device__ __forceinline__ typename E::Final output(const Acc& acc, int mi, int ni, int e, int o, const ConvColumn& col,
+                                                      int c) const {
+    return E::post(E::pre(static_cast<i32>(corrected(acc, mi, ni, e, o, col.p, c)), o, epi), o, epi);
+  }
+
   // For the staged epilogue: tile column c of this block (valid by the caller's check).
   template <class Acc>
   __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
@@ -298,15 +306,13 @@ struct ConvProblem {
         for (int half = 0; half < 2; ++half) {
           const int o = m_base + mi * 16 + g + half * 8;
           if (o >= O) continue;
-          const int row = o * HoWo;
-          auto value = [&](const ConvColumn& col, int e, int cc) {
-            return E::post(E::pre(static_cast<i32>(corrected(acc, mi, ni, half * 2 + e, o, col.p, cc)), o, epi), o, epi);
-          };
+          const int row = o * HoWo, e = half * 2;
           if (pair) {
-            store_pair(y + (row + a.out), value(a, 0, c), value(b, 1, c + 1), ((row + a.out) & 1) == 0, true);
+            store_pair(y + (row + a.out), output(acc, mi, ni, e, o, a, c), output(acc, mi, ni, e + 1, o, b, c + 1),
+                       ((row + a.out) & 1) == 0, true);
           } else {
-            if (a.out >= 0) y[row + a.out] = value(a, 0, c);
-            if (b.out >= 0) y[row + b.out] = value(b, 1, c + 1);
+            if (a.out >= 0) y[row + a.out] = output(acc, mi, ni, e, o, a, c);
+            if (b.out >= 0) y[row + b.out] = output(acc, mi, ni, e + 1, o, b, c + 1);
           }
         }
     }

@@ -83,15 +83,11 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
       const ConvColumn a = table[c], b = table[c + 1];
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int r = m_base - m0 + g + half * 8, o = m0 + r;
+        const int r = m_base - m0 + g + half * 8, o = m0 + r, e = half * 2;
         if (o >= O) continue;
-        auto value = [&](const ConvColumn& col, int e, int cc) {
-          return E::post(E::pre(static_cast<i32>(this->corrected(acc, 0, ni, half * 2 + e, o, col.p, cc)), o, this->epi),
-                         o, this->epi);
-        };
         // Columns without a pixel are not read back (their out is -1).
-        store_pair(st + r * kRowLd + c, a.out >= 0 ? value(a, 0, c) : Final{}, b.out >= 0 ? value(b, 1, c + 1) : Final{},
-                   true, true);
+        store_pair(st + r * kRowLd + c, a.out >= 0 ? this->output(acc, 0, ni, e, o, a, c) : Final{},
+                   b.out >= 0 ? this->output(acc, 0, ni, e + 1, o, b, c + 1) : Final{}, true, true);
       }
     }
     __syncthreads();

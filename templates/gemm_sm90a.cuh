@@ -21,10 +21,10 @@
 // passes one block barrier, refills step i-2's slot with step i+kStages-2, and issues all
 // p*q plane-pair wgmmas of its slot: two steps of wgmmas may be in flight while the copies
 // of kStages-2 steps fly. A second barrier a step was 16% of the N=1 convs' stall samples
-// (session 7, call 3). With 2 stages: issue, wait for step i-1, barrier, refill. Both
-// APMM and APConv launch a persistent grid (at most a wave of blocks), whose successive
-// tiles form one pipeline; APConv chains that stage their output in the pipeline's buffers
-// take one block per tile (conv_sm90a.cuh).
+// (session 7, call 3). With 2 stages: issue, wait for step i-1, barrier, refill. APMM
+// launches a persistent grid (at most a wave of blocks), whose successive tiles form one
+// pipeline; APConv does where rules::conv_persistent says so, else one block per tile
+// (conv_sm90a.cuh).
 #pragma once
 #include "apnn_types.cuh"
 #include "operand_copy.cuh"
