@@ -7,6 +7,7 @@
 
 #include "apnn/epilogue_reference.h"
 #include "apnn/error.h"
+#include "engine/fast_div.h"
 #include "engine/tile_choice.h"
 #include "generator/generate.h"
 #include "runtime/driver_api.h"
@@ -17,6 +18,12 @@ namespace apnn {
 namespace {
 
 unsigned blocks(int64_t items, int64_t per_block) { return static_cast<unsigned>((items + per_block - 1) / per_block); }
+
+// Mirrors apnn::ConvDivisors of templates/conv_sm80.cuh, passed by value to the conv kernel.
+struct ConvKernelDivisors {
+  FastDivArgs howo, wo, out_hw, wp, cw, tiles_m;
+};
+static_assert(sizeof(ConvKernelDivisors) == 48, "six FastDivs of two u32");
 
 }  // namespace
 
@@ -119,14 +126,16 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   CUdeviceptr wp = w.planes.ptr(), rowsum = w.rowsum.ptr(), possum = w.possum.ptr(), xp = x.planes.ptr();
   CUdeviceptr pixsum = x.pixsum.ptr();
   EpilogueKernelArgs epi = ep.args(out);
-  void* args[] = {&wp, &rowsum, &possum, &xp, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw};
+  // A fused pool gives each column tile bn / size^2 whole windows (templates/conv_sm80.cuh).
+  const OutputDims od = dims(s, g);
+  ConvKernelDivisors dv{fast_div(g.Ho() * g.Wo()), fast_div(g.Wo()), fast_div(od.H * od.W),
+                              fast_div(od.W),          fast_div(cw),      fast_div(blocks(g.O, t.bm))};
+  void* args[] = {&wp, &rowsum, &possum, &xp, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv};
   LaunchDims d;
   d.block_x = rules::block_threads(t);
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
   d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, wgmma));
-  // A fused pool gives each column tile bn / size^2 whole windows (templates/conv_sm80.cuh).
-  const OutputDims od = dims(s, g);
   const EpilogueOp* pool = s.epilogue.pool();
   const int64_t col_tiles = pool ? blocks(od.pixels(), t.bn / (pool->size * pool->size)) : blocks(g.N * g.Ho() * g.Wo(), t.bn);
   if (s.epilogue.quantize()) out.sums.fill_u32_async(0);  // accumulated with atomics

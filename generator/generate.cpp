@@ -101,9 +101,9 @@ constexpr const char* kConvEntries = R"(
 extern "C" __global__ void __launch_bounds__(kThreads, {conv_min_blocks})
 {conv}(const apnn::u32* __restrict__ wp, const apnn::i32* __restrict__ rowsum, const apnn::i32* __restrict__ possum,
        const apnn::u32* __restrict__ xp, const apnn::i32* __restrict__ pixsum, apnn::EpilogueArgs epi, int o, int n,
-       int c, int h, int w, int ho, int wo, int cw) {{
+       int c, int h, int w, int ho, int wo, int cw, apnn::ConvDivisors dv) {{
   extern __shared__ __align__(16) apnn::u32 smem[];
-  apnn::{conv_core}<Traits>(smem, wp, rowsum, possum, xp, pixsum, epi, o, n, c, h, w, ho, wo, cw);
+  apnn::{conv_core}<Traits>(smem, wp, rowsum, possum, xp, pixsum, epi, o, n, c, h, w, ho, wo, cw, dv);
 }}
 
 extern "C" __global__ void __launch_bounds__({pack_threads})

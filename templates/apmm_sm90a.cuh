@@ -37,6 +37,10 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     Core90::strided_tiles(ntiles, first, stride, count);
   }
   __device__ __forceinline__ void begin_tile(int, int, bool) const {}
+  __device__ __forceinline__ void split_tile(int tile, int tiles_m, int& tm, int& tn) const {
+    tm = tile % tiles_m;
+    tn = tile / tiles_m;
+  }
 
   __device__ __forceinline__ void load_b(u32* dst, int n0, int kword0) const {
     Core90::template load_operand<Core90::kRowsB, T::kBN>(dst, this->xp, static_cast<i64>(this->N) * this->a_ld, this->N,

@@ -13,6 +13,7 @@
 // Traits add kKh kKw kSh kSw kPh kPw.
 #pragma once
 #include "epilogue.cuh"
+#include "fast_div.cuh"
 #include "gemm_sm80.cuh"
 
 namespace apnn {
@@ -24,6 +25,15 @@ struct alignas(16) ConvColumn {
   i32 nvalid;  // valid window positions
   i32 p;       // the conv pixel (n*Ho + ho)*Wo + wo, or -1 for a column without one
   i32 out;     // its NCHW output offset for channel 0, n*O*Ho*Wo + ho*Wo + wo, or -1
+};
+
+// The launch's divisors (engine/conv_runner.cpp fills them): the index math of the gather
+// plan, the column table and the tile order divides by these only.
+struct ConvDivisors {
+  FastDiv howo, wo;    // conv pixel -> (image, row, column)
+  FastDiv out_hw, wp;  // pooled pixel -> (image, row, column); Ho*Wo and Wo without a pool
+  FastDiv cw;          // K word -> (kernel position, word of the pixel's channels)
+  FastDiv tiles_m;     // tile -> (M tile, column tile) on the persistent core
 };
 
 // Core: the binary core that loads the tiles (GemmSm80, or GemmSm90a in conv_sm90a.cuh);
@@ -53,23 +63,23 @@ struct ConvProblem {
   // The tile of output columns (pixels) this block computes and its tile of output channels
   // (the tile being computed, on the persistent core: conv_sm90a.cuh's begin_tile).
   mutable int col_tile, m_tile;
+  ConvDivisors dv;
 
   // The conv pixel (n, ho, wo) that column c of tile `tile` computes; false if none.
   __device__ __forceinline__ bool column_pixel(int tile, int c, int& n, int& ho, int& wo) const {
     if constexpr (!E::kPool) {
       const int p = tile * T::kBN + c;
       if (p >= P) return false;
-      const int HoWo = Ho * Wo;
-      n = p / HoWo;
-      const int r = p - n * HoWo;
-      ho = r / Wo;
+      n = dv.howo.div(p);
+      const int r = p - n * (Ho * Wo);
+      ho = dv.wo.div(r);
       wo = r - ho * Wo;
     } else {
       const int j = c / kSS, k = c - j * kSS;
       const int q = tile * kOutPerTile + j;
       if (j >= kOutPerTile || q >= out_pixels) return false;
-      n = q / out_hw;
-      const int r = q - n * out_hw, hp = r / Wp, wp = r - hp * Wp;
+      n = dv.out_hw.div(q);
+      const int r = q - n * out_hw, hp = dv.wp.div(r), wp = r - hp * Wp;
       ho = hp * E::kPoolStride + k / E::kPoolSize;
       wo = wp * E::kPoolStride + k % E::kPoolSize;
     }
@@ -110,7 +120,7 @@ struct ConvProblem {
       if (!plan_fits(N, H, W)) return;
       planned = true;
       k_next = -1;
-      step_pos = Core::kRowWords / CW;
+      step_pos = dv.cw.div(Core::kRowWords);
       step_cw = Core::kRowWords - step_pos * CW;
       const int r0 = static_cast<int>(threadIdx.x) / Core::kChunksPerRow;
 #pragma unroll
@@ -142,7 +152,7 @@ struct ConvProblem {
       bool ok = kword < k_words && column_pixel(tile, row % T::kBN, n, ho, wo);
       const u32* src = xp;
       if (ok) {
-        const int pos = kword / CW, cw = kword - pos * CW;
+        const int pos = dv.cw.div(kword), cw = kword - pos * CW;
         const int kh = pos / T::kKw, kw = pos - kh * T::kKw;
         const int hi = ho * T::kSh - T::kPh + kh, wi = wo * T::kSw - T::kPw + kw;
         ok = hi >= 0 && hi < H && wi >= 0 && wi < W;
@@ -161,7 +171,7 @@ struct ConvProblem {
     const bool k_ok = kword < k_words;
     int pos = k_pos, cw = k_cw;
     if (kword0 != k_next) {  // not the step after the last one (the block's first step)
-      pos = kword / CW;
+      pos = dv.cw.div(kword);
       cw = kword - pos * CW;
     }
     k_next = kword0 + Core::kRowWords;
@@ -230,8 +240,7 @@ struct ConvProblem {
     return nvalid == kKHW ? static_cast<u32>(rowsum[o]) : border_weight_sum(o, p);
   }
   __device__ __noinline__ u32 border_weight_sum(int o, int p) const {
-    const int HoWo = Ho * Wo;
-    const int r = p % HoWo, ho = r / Wo, wo = r % Wo;
+    const int r = p - dv.howo.div(p) * (Ho * Wo), ho = dv.wo.div(r), wo = r - ho * Wo;
     u32 sum = 0;
     for (int kh = 0; kh < T::kKh; ++kh) {
       const int hi = ho * T::kSh - T::kPh + kh;
@@ -322,14 +331,14 @@ struct ConvProblem {
 template <class T>
 __device__ __forceinline__ void conv_sm80(u32* smem, const u32* wp, const i32* rowsum, const i32* possum, const u32* xp,
                                           const i32* pixsum, const EpilogueArgs& epi, int O, int N, int C, int H, int W,
-                                          int Ho, int Wo, int CW) {
+                                          int Ho, int Wo, int CW, const ConvDivisors& dv) {
   using E = typename T::Epi;
   const int ld = ConvProblem<T>::kKHW * CW;
   const int Hp = E::kPool ? (Ho - E::kPoolSize) / E::kPoolStride + 1 : Ho;
   const int Wp = E::kPool ? (Wo - E::kPoolSize) / E::kPoolStride + 1 : Wo;
   ConvProblem<T> prob{wp, static_cast<i64>(O) * ld, O,  ld, ld, xp, rowsum, possum, pixsum, epi, smem, C, H, W, Ho, Wo, CW,
                       N * Ho * Wo, Hp, Wp, N * Hp * Wp, Hp * Wp, (O + 127) / 128 * 4, static_cast<int>(blockIdx.y),
-                      static_cast<int>(blockIdx.x)};
+                      static_cast<int>(blockIdx.x), dv};
   prob.fill_column_table(prob.col_tile);
   prob.plan_columns(prob.col_tile * T::kBN, N);
   GemmSm80<T>::run(smem, prob);

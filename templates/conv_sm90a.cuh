@@ -34,6 +34,11 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
     stride = 1;
     count = tile_count;
   }
+  // Tile -> (M tile, column tile) for GemmSm90a::run, with the launch's divisor.
+  __device__ __forceinline__ void split_tile(int tile, int tiles_m, int& tm, int& tn) const {
+    tn = this->dv.tiles_m.div(tile);
+    tm = tile - tn * tiles_m;
+  }
 
   // The loads run up to kStages steps ahead, into the next tile: plan its columns on the way.
   __device__ __forceinline__ void load_b(u32* dst, int n0, int kword0) const {
@@ -107,8 +112,8 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
   // where the column tile changed. The tile's first barrier publishes the table; the one here
   // keeps it from overwriting the table that slower warps still read in the last epilogue.
   __device__ __forceinline__ void begin_tile(int tile, int tiles_m, bool first) const {
-    this->m_tile = tile % tiles_m;
-    this->col_tile = tile / tiles_m;
+    this->col_tile = this->dv.tiles_m.div(tile);
+    this->m_tile = tile - this->col_tile * tiles_m;
     if (this->col_tile == table_tile) return;
     if (!first) __syncthreads();
     this->fill_column_table(this->col_tile);
@@ -119,7 +124,7 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
 template <class T>
 __device__ __forceinline__ void conv_sm90a(u32* smem, const u32* wp, const i32* rowsum, const i32* possum, const u32* xp,
                                            const i32* pixsum, const EpilogueArgs& epi, int O, int N, int C, int H, int W,
-                                           int Ho, int Wo, int CW) {
+                                           int Ho, int Wo, int CW, const ConvDivisors& dv) {
   using E = typename T::Epi;
   using Prob = ConvProblemSm90a<T>;
   const int ld = Prob::kKHW * CW;
@@ -129,7 +134,7 @@ __device__ __forceinline__ void conv_sm90a(u32* smem, const u32* wp, const i32* 
   const int out_pixels = N * Hp * Wp;
   const int col_tiles = E::kPool ? (out_pixels + Prob::kOutPerTile - 1) / Prob::kOutPerTile : (P + T::kBN - 1) / T::kBN;
   Prob prob{{wp, static_cast<i64>(O) * ld, O, ld, ld, xp, rowsum, possum, pixsum, epi, smem, C, H, W, Ho, Wo, CW, P, Hp,
-             Wp, out_pixels, Hp * Wp, (O + 127) / 128 * 4, 0, 0},
+             Wp, out_pixels, Hp * Wp, (O + 127) / 128 * 4, 0, 0, dv},
             col_tiles * T::kBN,
             N,
             0,
@@ -140,7 +145,7 @@ __device__ __forceinline__ void conv_sm90a(u32* smem, const u32* wp, const i32* 
   // overlap the previous kernel's end; global memory only after the wait.
   const int tiles_m = (O + T::kBM - 1) / T::kBM;
   GemmSm90a<T>::contiguous_tiles(tiles_m * col_tiles, prob.first_tile, prob.tile_count);
-  prob.plan_n0 = prob.first_tile / tiles_m * T::kBN;
+  prob.plan_n0 = dv.tiles_m.div(prob.first_tile) * T::kBN;
   prob.plan_columns(prob.plan_n0, N);
   ptx::grid_dependency_wait();
   GemmSm90a<T>::run(smem, prob);

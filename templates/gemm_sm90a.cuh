@@ -156,8 +156,9 @@ struct GemmSm90a {
   // grid works). The (tile, K step) sequence is one pipeline, so the next tile's first
   // stages load while this one finishes and stores. Problem: as GemmSm80::run (a_planes,
   // a_plane_stride, a_rows, a_ld, k_words, load_b, store) plus N, the rows of B,
-  // block_tiles(ntiles, first, stride, count), and begin_tile(tile, tiles_m, first), called
-  // by every thread before a tile's mainloop; load_b writes this core's layout.
+  // block_tiles(ntiles, first, stride, count), split_tile(tile, tiles_m, tm, tn) (the tile's
+  // M tile and column tile), and begin_tile(tile, tiles_m, first), called by every thread
+  // before a tile's mainloop; load_b writes this core's layout.
   template <class Problem>
   static __device__ __forceinline__ void run(u32* smem_raw, const Problem& prob) {
     const u32 raw_addr = ptx::smem_addr(smem_raw);
@@ -180,17 +181,17 @@ struct GemmSm90a {
 
     // The next (tile, K step) to load, and the tile's origin (divided out once per tile, not
     // once per K step).
-    int ld_tile = first, ld_kt = 0;
-    int ld_m0 = (ld_tile % tiles_m) * T::kBM, ld_n0 = (ld_tile / tiles_m) * T::kBN;
+    int ld_tile = first, ld_kt = 0, ld_tm = 0, ld_tn = 0;
+    prob.split_tile(ld_tile, tiles_m, ld_tm, ld_tn);
     auto load_next = [&](int slot) {
       u32* st = reinterpret_cast<u32*>(smem + slot * kStageBytes);
-      load_operand<kRowsA, T::kBM>(st, prob.a_planes, prob.a_plane_stride, prob.a_rows, ld_m0, prob.a_ld, ld_kt * kRowWords);
-      prob.load_b(reinterpret_cast<u32*>(smem + slot * kStageBytes + kRowsA * kRowBytes), ld_n0, ld_kt * kRowWords);
+      load_operand<kRowsA, T::kBM>(st, prob.a_planes, prob.a_plane_stride, prob.a_rows, ld_tm * T::kBM, prob.a_ld,
+                                   ld_kt * kRowWords);
+      prob.load_b(reinterpret_cast<u32*>(smem + slot * kStageBytes + kRowsA * kRowBytes), ld_tn * T::kBN, ld_kt * kRowWords);
       if (++ld_kt == ktiles) {
         ld_kt = 0;
         ld_tile += stride;
-        ld_m0 = (ld_tile % tiles_m) * T::kBM;
-        ld_n0 = (ld_tile / tiles_m) * T::kBN;
+        prob.split_tile(ld_tile, tiles_m, ld_tm, ld_tn);
       }
     };
 
@@ -242,8 +243,10 @@ struct GemmSm90a {
       // Store the tile while the next tile's first stages load.
       ptx::wgmma_wait<0>();
       fence_acc(acc);
-      const int m_base = (tile % tiles_m) * T::kBM + wg_m * 64 + (warp & 3) * 16;
-      const int n_base = (tile / tiles_m) * T::kBN + wg_n * kWN;
+      int tm = 0, tn = 0;
+      prob.split_tile(tile, tiles_m, tm, tn);
+      const int m_base = tm * T::kBM + wg_m * 64 + (warp & 3) * 16;
+      const int n_base = tn * T::kBN + wg_n * kWN;
       if constexpr (Problem::kTmaStore) {
         // The last step's slot stages the output once every warpgroup's wgmmas are done with it.
         __syncthreads();
