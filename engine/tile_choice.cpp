@@ -126,11 +126,21 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   const Tile h = rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);
   if (!sm90a || !on_wgmma(s, h, t)) return h;
   // The wgmma core loads kStages-2 K steps ahead (one block barrier a step, gemm_sm90a.cuh):
-  // the heuristic's 3 stages become 4 where they fit, the same depth of copies in flight.
+  // the heuristic's 3 stages become 4 where they fit, the same depth of copies in flight. Not
+  // for a conv whose registers allow two blocks per SM (rules::conv_min_blocks) where the
+  // fourth stage leaves shared memory for one: a lone block's setup and epilogue leave the
+  // SM idle. n128-7x7x512 w1a2 128x64/1024: 3 stages 20.48 / 20.49 us, 4 stages 23.25 /
+  // 23.20, apnn tune (session 9 call 13, session 10 call 1).
+  auto one_block_per_sm = [&](const Tile& c) {  // an SM's shared memory: max_smem + 1 KB reserved per block
+    return 2 * (rules::launch_shared_bytes(with_tile(s, c), t.arch) + 1024) > t.max_smem + 1024;
+  };
+  const int groups = static_cast<int>(rules::plane_groups(s.w, s.x).weight.size());
   auto deeper = [&](Tile c) {
     Tile d = c;
     if (c.stages == 3) d.stages = 4;
-    return fits(s, d, t) && on_wgmma(s, d, t) ? d : c;
+    const bool loses_block = s.op == Op::Apconv && rules::conv_min_blocks(c, groups) == 2 && !one_block_per_sm(c) &&
+                             one_block_per_sm(d);
+    return fits(s, d, t) && on_wgmma(s, d, t) && !loses_block ? d : c;
   };
   if (s.op == Op::Apmm && p.K_bits < 1024) {
     // APMM with K under one 1024-bit stage: warps side by side along N keep the tile on

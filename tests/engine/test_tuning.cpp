@@ -272,6 +272,18 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   CHECK(tall2.bn == 64);
   CHECK(untuned_tile(conv, conv_problem(conv, {128, 64, 56, 56, 64}), h100).bm == 64);
   CHECK(untuned_tile(conv, conv_problem(conv, {8, 128, 28, 28, 128}), h100).bm == 64);
+  // Stages: 4 where they fit, but 7x7 C=O=512's 128x64/1024 keeps 3, where two blocks share
+  // an SM (4 stages leave room for one); w1a4's 64x128 takes 4, its registers allow one block.
+  const Tile seven = untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100);
+  CHECK(seven.bm == 128);
+  CHECK(seven.bn == 64);
+  CHECK(seven.stages == 3);
+  CHECK(tall.stages == 4);
+  const KernelSpec w1a4 = parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":4,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  const Tile wide4 = untuned_tile(w1a4, conv_problem(w1a4, {128, 64, 56, 56, 64}), h100);
+  CHECK(wide4.bn == 128);
+  CHECK(wide4.stages == 4);
   // Where 512-bit stages do not fit the device's shared memory, the 256-bit wgmma tile.
   const Target small{"sm_90a", "small shared memory", 132, 48 * 1024};
   const Tile narrow = untuned_tile(conv, batch, small);
