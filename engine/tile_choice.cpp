@@ -65,6 +65,14 @@ bool fits(const KernelSpec& s, const Tile& tile, const Target& t) {
 // Output tiles of bm x bn that cover the problem: the blocks of a one-tile-per-block grid.
 int64_t tile_count(const Problem& p, int bm, int bn) { return ((p.M + bm - 1) / bm) * ((p.N + bn - 1) / bn); }
 
+// Blocks of a conv tile's kernel per SM on the wgmma core (rules::conv_blocks_per_sm, with the
+// accumulator sets the generator would emit); 1 off it.
+int conv_blocks(const KernelSpec& s, const Tile& tile, const Target& t) {
+  const KernelSpec k = with_tile(s, tile);
+  if (!rules::use_wgmma(k, t.arch)) return 1;
+  return rules::conv_blocks_per_sm(k, t.arch, rules::kernel_plane_groups(k, t.arch));
+}
+
 }  // namespace
 
 KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t, TileSource* source) {
@@ -127,19 +135,14 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   if (!sm90a || !on_wgmma(s, h, t)) return h;
   // The wgmma core loads kStages-2 K steps ahead (one block barrier a step, gemm_sm90a.cuh):
   // the heuristic's 3 stages become 4 where they fit, the same depth of copies in flight. Not
-  // for a conv whose registers allow two blocks per SM (rules::conv_min_blocks) where the
-  // fourth stage leaves shared memory for one: a lone block's setup and epilogue leave the
-  // SM idle. n128-7x7x512 w1a2 128x64/1024: 3 stages 20.48 / 20.49 us, 4 stages 23.25 /
-  // 23.20, apnn tune (session 9 call 13, session 10 call 1).
-  auto one_block_per_sm = [&](const Tile& c) {  // an SM's shared memory: max_smem + 1 KB reserved per block
-    return 2 * (rules::launch_shared_bytes(with_tile(s, c), t.arch) + 1024) > t.max_smem + 1024;
-  };
-  const int groups = static_cast<int>(rules::plane_groups(s.w, s.x).weight.size());
+  // for a conv where the fourth stage leaves shared memory for fewer blocks per SM than its
+  // registers allow (rules::conv_min_blocks): the blocks' setup and epilogue then overlap
+  // less. n128-7x7x512 w1a2 128x64/1024: 3 stages 20.48 / 20.49 us, 4 stages 23.25 / 23.20,
+  // apnn tune (session 9 call 13, session 10 call 1).
   auto deeper = [&](Tile c) {
     Tile d = c;
     if (c.stages == 3) d.stages = 4;
-    const bool loses_block = s.op == Op::Apconv && rules::conv_min_blocks(c, groups) == 2 && !one_block_per_sm(c) &&
-                             one_block_per_sm(d);
+    const bool loses_block = s.op == Op::Apconv && conv_blocks(s, d, t) < conv_blocks(s, c, t);
     return fits(s, d, t) && on_wgmma(s, d, t) && !loses_block ? d : c;
   };
   if (s.op == Op::Apmm && p.K_bits < 1024) {
@@ -189,14 +192,27 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         c.warps_n = 1;
         return c;
       };
-      auto fill = [&](int bn) {  // the share of the waves' block slots that hold a tile; 0 under a wave
+      // The share of the waves' slots that hold a tile (0 under a wave), with a slot per SM
+      // (the fit above) or, where merged accumulator sets let blocks share an SM
+      // (rules::kernel_plane_groups), as many as the tile's kernel fits with 4 stages: 392
+      // tiles of 128x128 then run 1.48 waves of two, and took 0.84-0.85x the time of one a
+      // SM (n128-14x14x256 and 28x28x128-o256 3x3/2, w1a2, session 10 device call 6).
+      auto fill = [&](int bn, bool shared_sm) {
         const int64_t tiles = tile_count(p, 128, bn);
-        const int64_t waves = (tiles + t.sm_count - 1) / t.sm_count;
-        return tiles < t.sm_count ? 0.0 : static_cast<double>(tiles) / static_cast<double>(waves * t.sm_count);
+        Tile c = tall(bn);
+        c.stages = 4;
+        const int64_t slots = int64_t{t.sm_count} * (shared_sm && fits(s, c, t) ? conv_blocks(s, c, t) : 1);
+        const int64_t waves = (tiles + slots - 1) / slots;
+        return tiles < t.sm_count ? 0.0 : static_cast<double>(tiles) / static_cast<double>(waves * slots);
+      };
+      auto fills_better = [&](int bn) {  // bn/2 fills the waves better than bn
+        for (bool shared_sm : {false, true})
+          if (fill(bn, shared_sm) > 0 && fill(bn / 2, shared_sm) > fill(bn, shared_sm) + 0.05) return true;
+        return false;
       };
       int bn = rules::check_tile(tall(w.bn), s.w, s.x).empty() ? w.bn : w.bn / 2;
-      if (bn == w.bn && bn >= 64 && fill(bn) > 0 && fill(bn / 2) > fill(bn) + 0.05) bn /= 2;
-      if (bn >= 32 && fill(bn) > 0 && rules::check_tile(tall(bn), s.w, s.x).empty()) w = tall(bn);
+      if (bn == w.bn && bn >= 64 && fills_better(bn)) bn /= 2;
+      if (bn >= 32 && fill(bn, false) > 0 && rules::check_tile(tall(bn), s.w, s.x).empty()) w = tall(bn);
     }
     w.stages = 3;
     // Fewer, wider K steps where the padding adds at most a third of K: a 3x3 conv of 64 or

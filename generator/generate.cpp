@@ -45,6 +45,11 @@ struct Traits {{
     constexpr int kWeight[{groups}] = {{{group_weights}}};
     return kWeight[g];
   }}
+  // How many times the MMAs of plane pair (s, t) go into its set (rules::kernel_plane_groups).
+  __device__ static constexpr int repeat(int s, int t) {{
+    constexpr int kRepeat[{wb} * {xb}] = {{{repeat_table}}};
+    return kRepeat[s * kXBits + t];
+  }}
 }};
 constexpr int kThreads = apnn::{threads_core}<Traits>::kThreads;
 )";
@@ -130,7 +135,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   if (!spec.tile) throw Error(ErrorKind::InvalidSpec, "generate: spec has no tile; canonicalize it first");
   const Tile& t = *spec.tile;
   if (std::string why = rules::check_kernel_tile(t, spec); !why.empty()) throw Error(ErrorKind::InvalidSpec, why);
-  const rules::PlaneGroups groups = rules::plane_groups(spec.w, spec.x);
+  const rules::PlaneGroups groups = rules::kernel_plane_groups(spec, arch);
   const bool conv = spec.op == Op::Apconv;
   const bool wgmma = rules::use_wgmma(spec, arch);  // sm_90a: templates/apmm_sm90a.cuh, conv_sm90a.cuh
   const bool tma = t.cluster > 1;                    // templates/apmm_sm90a_tma.cuh
@@ -143,8 +148,9 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   const ConvParams c = conv ? spec.conv : ConvParams{1, 1, 1, 1, 0, 0};
   const rules::ClusterShape cshape = rules::cluster_shape(t, spec.w, spec.x);
 
-  std::vector<int> table;
+  std::vector<int> table, repeats;
   for (const auto& row : groups.group_of) table.insert(table.end(), row.begin(), row.end());
+  for (const auto& row : groups.repeat) repeats.insert(repeats.end(), row.begin(), row.end());
 
   const std::string epi = epilogue_source(spec.epilogue);
   // One argument list for both parts of the source (fmt format args must not outlive their call).
@@ -162,7 +168,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("bk", t.bk), fmt::arg("wm", t.warps_m), fmt::arg("wn", t.warps_n), fmt::arg("stages", t.stages),
       fmt::arg("groups", groups.weight.size()), fmt::arg("offw", spec.w.offset()), fmt::arg("offx", spec.x.offset()),
       fmt::arg("kh", c.kh), fmt::arg("kw", c.kw), fmt::arg("sh", c.sh), fmt::arg("sw", c.sw), fmt::arg("ph", c.ph),
-      fmt::arg("pw", c.pw), fmt::arg("group_table", fmt::join(table, ", ")),
+      fmt::arg("pw", c.pw), fmt::arg("group_table", fmt::join(table, ", ")), fmt::arg("repeat_table", fmt::join(repeats, ", ")),
       fmt::arg("group_weights", fmt::join(groups.weight, ", ")), fmt::arg("apmm", kApmmKernel),
       fmt::arg("conv", kConvKernel), fmt::arg("pack_w", kPackWKernel), fmt::arg("pack_x", kPackXKernel),
       fmt::arg("unpack_x", kUnpackXKernel),

@@ -10,10 +10,18 @@
 
 namespace apnn::rules {
 
+int PlaneGroups::mmas() const {
+  int n = 0;
+  for (const auto& row : repeat)
+    for (int r : row) n += r;
+  return n;
+}
+
 PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x) {
   PlaneGroups g;
   std::map<long long, int> index;
   g.group_of.assign(w.bits, std::vector<int>(x.bits, 0));
+  g.repeat.assign(w.bits, std::vector<int>(x.bits, 1));
   for (int s = 0; s < w.bits; ++s)
     for (int t = 0; t < x.bits; ++t) {
       const long long wt = w.plane_weight(s) * x.plane_weight(t);
@@ -25,6 +33,45 @@ PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x) {
       g.group_of[s][t] = it->second;
     }
   return g;
+}
+
+PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x) {
+  const PlaneGroups exact = plane_groups(w, x);
+  PlaneGroups g;
+  g.group_of.assign(w.bits, std::vector<int>(x.bits, 0));
+  g.repeat.assign(w.bits, std::vector<int>(x.bits, 1));
+  // One set per sign, in order of first appearance; its weight is the sign's smallest magnitude.
+  std::map<bool, int> index;
+  for (int s = 0; s < w.bits; ++s)
+    for (int t = 0; t < x.bits; ++t) {
+      const long long wt = w.plane_weight(s) * x.plane_weight(t);
+      auto it = index.find(wt < 0);
+      if (it == index.end()) {
+        it = index.emplace(wt < 0, static_cast<int>(g.weight.size())).first;
+        g.weight.push_back(wt);
+      } else if (std::llabs(wt) < std::llabs(g.weight[it->second])) {
+        g.weight[it->second] = wt;
+      }
+      g.group_of[s][t] = it->second;
+    }
+  for (int s = 0; s < w.bits; ++s)
+    for (int t = 0; t < x.bits; ++t)  // plane weights are signed powers of two: whole multiples
+      g.repeat[s][t] = static_cast<int>(w.plane_weight(s) * x.plane_weight(t) / g.weight[g.group_of[s][t]]);
+  const bool fewer = g.weight.size() < exact.weight.size();
+  return fewer && 2 * g.mmas() <= 3 * exact.mmas() ? g : exact;
+}
+
+PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch) {
+  const PlaneGroups exact = plane_groups(spec.w, spec.x);
+  if (spec.op != Op::Apconv || !spec.tile || !use_wgmma(spec, arch)) return exact;
+  const PlaneGroups merged = merged_plane_groups(spec.w, spec.x);
+  return conv_blocks_per_sm(spec, arch, merged) > conv_blocks_per_sm(spec, arch, exact) ? merged : exact;
+}
+
+int conv_blocks_per_sm(const KernelSpec& spec, const std::string& arch, const PlaneGroups& groups) {
+  // An SM has the opt-in maximum plus 1 KB, and each block reserves 1 KB.
+  const int by_smem = (kMaxSharedBytes + 1024) / (launch_shared_bytes(spec, arch) + 1024);
+  return std::min(by_smem, conv_min_blocks(*spec.tile, static_cast<int>(groups.weight.size())));
 }
 
 int accumulator_regs(const Tile& t, int groups) {

@@ -15,8 +15,21 @@ namespace apnn::rules {
 struct PlaneGroups {
   std::vector<std::vector<int>> group_of;  // [s][t]
   std::vector<long long> weight;           // [group]
+  std::vector<std::vector<int>> repeat;    // [s][t]: times the pair's MMAs are issued into its set
+  int mmas() const;                        // MMAs per K step: the sum of repeat
 };
 PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x);
+// Fewer sets for more MMAs: the pairs of one sign share a set whose weight is their smallest,
+// each pair's MMAs issued weight/smallest times (all weights are powers of two). Taken where
+// it adds at most half the MMAs (w1a2: 2 sets of 2 MMAs -> 1 set of 3; w2a2 signed: 4 -> 2
+// sets, 6 MMAs); otherwise plane_groups.
+PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x);
+// The sets a canonical spec's kernel accumulates into on `arch`: merged on the wgmma conv
+// core where that lets more blocks share an SM (conv_blocks_per_sm), which the batch convs'
+// latency-bound blocks need more than MMAs; plane_groups elsewhere (the GEMMs are bound by
+// their MMAs). Same-call bench (session 10, device call 6), where a layer's tiles still
+// filled their waves: w2a2 n128-56x56x64 146.6 -> 122.3 us, w1a2 n128-28x28x128 46.7 -> 42.6.
+PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch);
 
 inline constexpr int kMaxAccumulatorRegs = 128;           // per thread, for blocks of <= 256 threads
 // A block of T threads gets at most 65536/T registers per thread (__launch_bounds__); keep
@@ -35,6 +48,9 @@ int accumulator_regs(const Tile& t, int groups);
 // 15); capped, 127 without spills (322 us, call 16).
 int conv_min_blocks(const Tile& t, int groups);
 int shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+// Blocks of a canonical conv spec's kernel that fit an SM at once with these accumulator
+// sets: its launch bounds (conv_min_blocks) and its shared memory on `arch`.
+int conv_blocks_per_sm(const KernelSpec& spec, const std::string& arch, const PlaneGroups& groups);
 
 // Empty string when legal, else the reason, naming the tile field and the allowed values.
 std::string check_tile(const Tile& t, const OperandFormat& w, const OperandFormat& x);

@@ -98,9 +98,11 @@ struct GemmSm80 {
             for (int mi = 0; mi < kMI; ++mi)
 #pragma unroll
               for (int ni = 0; ni < kNI; ++ni)
-                ptx::bmma_and_16x8x256(acc[T::group_of(s, t)][mi][ni], lo[mi][2 * step], hi[mi][2 * step],
-                                       lo[mi][2 * step + 1], hi[mi][2 * step + 1], b[t][ni][2 * step],
-                                       b[t][ni][2 * step + 1]);
+#pragma unroll
+                for (int r = 0; r < T::repeat(s, t); ++r)  // 1 unless the generator merged sets
+                  ptx::bmma_and_16x8x256(acc[T::group_of(s, t)][mi][ni], lo[mi][2 * step], hi[mi][2 * step],
+                                         lo[mi][2 * step + 1], hi[mi][2 * step + 1], b[t][ni][2 * step],
+                                         b[t][ni][2 * step + 1]);
       }
     }
   }

@@ -109,8 +109,10 @@ struct GemmSm90a {
         for (int e = 0; e < 4; ++e) acc[grp][0][ni][e] = 0;
   }
 
-  // One stage's wgmmas: every 256-bit K step of every plane pair (s, t), the stage's W and X
-  // tiles at the descriptors' start addresses; `accumulate` false on a tile's first stage.
+  // One stage's wgmmas: every 256-bit K step of every plane pair (s, t), T::repeat(s, t) times
+  // into its set (a merged set's weight is its smallest pair weight, rules::kernel_plane_groups),
+  // the stage's W and X tiles at the descriptors' start addresses; `accumulate` false on a
+  // tile's first stage.
   static __device__ __forceinline__ void mma_step(i32 (&acc)[T::kGroups][kMI][kNI][4], u64 desc_a, u64 desc_b,
                                                   bool accumulate) {
 #pragma unroll
@@ -121,7 +123,10 @@ struct GemmSm90a {
         for (int t = 0; t < T::kXBits; ++t) {
           const u64 da = desc_a + static_cast<u64>((s * T::kBM * kRowBytes + ks * 32) >> 4);
           const u64 db = desc_b + static_cast<u64>((t * T::kBN * kRowBytes + ks * 32) >> 4);
-          ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], da, db, ks > 0 || !first_of_group(s, t) || accumulate);
+#pragma unroll
+          for (int r = 0; r < T::repeat(s, t); ++r)
+            ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], da, db,
+                                   ks > 0 || r > 0 || !first_of_group(s, t) || accumulate);
         }
   }
 

@@ -89,17 +89,23 @@ TEST_CASE("sm_90a wgmma conv: every K step width, 1-8 weight planes, O and K pas
       {1, 2, Encoding::Pm1, {64, 64, 512, 2, 4, 2}},
       // The untuned batch-128 tiles (tile_choice.cpp): 128 rows in one warpgroup column.
       {1, 2, Encoding::Pm1, {128, 128, 512, 4, 8, 1}},  {2, 2, Encoding::Signed, {128, 64, 1024, 4, 8, 1}},
+      // Merged accumulator sets (rules::kernel_plane_groups): w1a2 128x128 (and the first
+      // above) one set, plane 1 issued twice; w2a2 two sets of weights 1 and -2.
+      {1, 2, Encoding::Unsigned, {128, 128, 512, 4, 8, 1}}, {2, 2, Encoding::Signed, {64, 128, 512, 4, 4, 2}},
+      {2, 2, Encoding::Signed, {128, 64, 512, 4, 8, 1}},
   };
-  int n = 0;
+  int n = 0, merged = 0;
   for (const auto& c : cases) {
     KernelSpec s = conv_spec({c.p, c.we}, {c.q, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1});
     s.tile = c.t;
     REQUIRE(rules::use_wgmma(s, "sm_90a"));
+    merged += rules::kernel_plane_groups(s, "sm_90a").weight.size() < rules::plane_groups(s.w, s.x).weight.size();
     for (const ConvShape& sh : {ConvShape{1, 200, 9, 11, 100}, ConvShape{2, 64, 5, 5, 130}}) {
       expect_exact(engine, s, sh, static_cast<uint64_t>(++n));
     }
   }
-  std::printf("apconv wgmma core, explicit tiles: %d cases exact\n", n);
+  CHECK(merged == 4);
+  std::printf("apconv wgmma core, explicit tiles: %d cases exact (%d tiles with merged accumulator sets)\n", n, merged);
 }
 
 TEST_CASE("sm_90a persistent conv: blocks take several tiles and change column tile inside their share") {

@@ -260,11 +260,16 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   // Batch 128 fills the GPU even with 128-row tiles: two warpgroups along O (each M tile
   // gathers its X columns again); w2a2's four accumulator groups halve bn to fit. O = 64
   // keeps 64 rows, and batch 8 (O = 128: 98 tiles of 128 x 64) keeps the heuristic's.
-  const Tile tall = untuned_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100);
+  // 28x28 C=O=128 takes 128x128 (784 tiles, merged sets: two blocks per SM, 2.97 waves);
+  // 14x14 C=O=256 128x64, where 392 tiles of 128x128 would run 1.48 waves of two.
+  const Tile tall = untuned_tile(conv, conv_problem(conv, {128, 128, 28, 28, 128}), h100);
   CHECK(tall.bm == 128);
   CHECK(tall.warps_m == 8);
   CHECK(tall.warps_n == 1);
   CHECK(tall.bn == 128);
+  const Tile half = untuned_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100);
+  CHECK(half.bm == 128);
+  CHECK(half.bn == 64);
   const KernelSpec w2a2 = parse_spec_text(
       R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
   const Tile tall2 = untuned_tile(w2a2, conv_problem(w2a2, {128, 256, 14, 14, 256}), h100);

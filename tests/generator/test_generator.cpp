@@ -190,6 +190,8 @@ TEST_CASE("generator: the traits carry the spec's integers and the plane groups"
         for (const auto& row : groups.group_of) table.insert(table.end(), row.begin(), row.end());
         CHECK(contains(g.source, fmt::format("kTable[{} * {}] = {{{}}};", wb, xb, fmt::join(table, ", "))));
         CHECK(contains(g.source, fmt::format("kWeight[{}] = {{{}}};", groups.weight.size(), fmt::join(groups.weight, ", "))));
+        // An APMM's sets are never merged: every pair once.
+        CHECK(contains(g.source, fmt::format("kRepeat[{} * {}] = {{{}}};", wb, xb, fmt::join(std::vector<int>(wb * xb, 1), ", "))));
         // Encodings are passed as the template's own enum values.
         auto code = [](Encoding e) {
           return template_enum_value(e == Encoding::Unsigned ? "kEncUnsigned" : e == Encoding::Pm1 ? "kEncPm1" : "kEncSigned");
@@ -327,6 +329,23 @@ TEST_CASE("generator: apconv sources define the conv entry points and carry the 
   KernelSpec raw = s;
   raw.tile.reset();
   CHECK_THROWS_AS(apnn::generate(raw), apnn::Error);
+}
+
+TEST_CASE("generator: a w1a2 conv on the wgmma core with 128x128 tiles accumulates into one merged set") {
+  KernelSpec s = apnn::parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],)"
+      R"("tile":{"bm":128,"bn":128,"bk":512,"stages":4,"warps_m":8,"warps_n":1}})");
+  s = apnn::canonicalize(s);
+  const GeneratedSource g = apnn::generate(s, "sm_90a");
+  CHECK(contains(g.source, "kGroups = 1;"));
+  CHECK(contains(g.source, "kWeight[1] = {2};"));
+  CHECK(contains(g.source, "kRepeat[1 * 2] = {1, 2};"));
+  CHECK(contains(g.source, "__launch_bounds__(kThreads, 2)"));  // 64 accumulator registers: two blocks
+  // The same spec on sm_80 keeps the two exact sets, one block per SM.
+  const GeneratedSource g80 = apnn::generate(s, "sm_80");
+  CHECK(contains(g80.source, "kGroups = 2;"));
+  CHECK(contains(g80.source, "kRepeat[1 * 2] = {1, 1};"));
+  CHECK(contains(g80.source, "__launch_bounds__(kThreads, 1)"));
 }
 
 TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; everything else keeps mma.sync") {

@@ -512,6 +512,63 @@ TEST_CASE("rules: plane groups merge plane pairs of equal weight alpha_s*gamma_t
   CHECK(uu.group_of[2][0] == uu.group_of[1][1]);
 }
 
+TEST_CASE("rules: merged plane groups compute the same weighted sum with fewer sets, at most 1.5x the MMAs") {
+  for (int wb = 1; wb <= 8; ++wb)
+    for (int xb = 1; xb <= 8; ++xb)
+      for (Encoding we : kEncodings)
+        for (Encoding xe : kEncodings) {
+          const OperandFormat w{wb, we}, x{xb, xe};
+          INFO(w.describe() << " x " << x.describe());
+          const auto exact = apnn::rules::plane_groups(w, x);
+          const auto g = apnn::rules::merged_plane_groups(w, x);
+          CHECK(exact.mmas() == wb * xb);
+          CHECK(g.weight.size() <= exact.weight.size());
+          CHECK(2 * g.mmas() <= 3 * exact.mmas());
+          // Each pair's weight is its set's weight times its repeats: sum_g weight_g * acc_g is unchanged.
+          for (int s = 0; s < wb; ++s)
+            for (int t = 0; t < xb; ++t) {
+              REQUIRE(g.repeat[s][t] >= 1);
+              CHECK(g.weight[g.group_of[s][t]] * g.repeat[s][t] == w.plane_weight(s) * x.plane_weight(t));
+            }
+        }
+  const OperandFormat pm1{1, Encoding::Pm1}, u2{2, Encoding::Unsigned}, s2{2, Encoding::Signed}, u4{4, Encoding::Unsigned};
+  const auto w1a2 = apnn::rules::merged_plane_groups(pm1, u2);  // weights 2, 4: one set of weight 2, 3 MMAs
+  CHECK(w1a2.weight == std::vector<long long>{2});
+  CHECK(w1a2.repeat == std::vector<std::vector<int>>{{1, 2}});
+  const auto w2a2 = apnn::rules::merged_plane_groups(s2, u2);  // 1, 2, -2, -4: sets 1 and -2, 6 MMAs
+  CHECK(w2a2.weight == std::vector<long long>{1, -2});
+  CHECK(w2a2.mmas() == 6);
+  CHECK(apnn::rules::merged_plane_groups(pm1, u4).weight.size() == 4);  // 15 MMAs for 4: not merged
+}
+
+TEST_CASE("rules: a spec's kernel merges its sets only on the wgmma conv core, where more blocks then share an SM") {
+  KernelSpec conv = apnn::parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  auto with = [](KernelSpec s, int bm, int bn, int bk, int stages, int wm, int wn) {
+    Tile t;
+    t.bm = bm, t.bn = bn, t.bk = bk, t.stages = stages, t.warps_m = wm, t.warps_n = wn;
+    s.tile = t;
+    return apnn::canonicalize(s);
+  };
+  // 128x128 on 8 warps: 128 accumulator registers unmerged (one block per SM), 64 merged (two).
+  const KernelSpec tall = with(conv, 128, 128, 512, 4, 8, 1);
+  CHECK(apnn::rules::conv_blocks_per_sm(tall, "sm_90a", apnn::rules::plane_groups(tall.w, tall.x)) == 1);
+  CHECK(apnn::rules::kernel_plane_groups(tall, "sm_90a").weight.size() == 1);
+  CHECK(apnn::rules::conv_blocks_per_sm(tall, "sm_90a", apnn::rules::kernel_plane_groups(tall, "sm_90a")) == 2);
+  // Not on the mma.sync core, nor where the blocks per SM stay the same (64 accumulators
+  // already allow two), nor for an APMM.
+  CHECK(apnn::rules::kernel_plane_groups(tall, "sm_90").weight.size() == 2);
+  CHECK(apnn::rules::kernel_plane_groups(with(conv, 128, 64, 1024, 3, 8, 1), "sm_90a").weight.size() == 2);
+  KernelSpec gemm = apnn::parse_spec_text(R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned"})");
+  CHECK(apnn::rules::kernel_plane_groups(with(gemm, 128, 128, 1024, 4, 8, 1), "sm_90a").weight.size() == 2);
+  // Shared memory for one block only (w2a2 128x64/1024, 4 stages): two sets would not add a block.
+  KernelSpec w2a2 = conv;
+  w2a2.w = {2, Encoding::Signed};
+  const KernelSpec big = with(w2a2, 128, 64, 1024, 4, 8, 1);
+  CHECK(apnn::rules::kernel_plane_groups(big, "sm_90a").weight.size() == 4);
+  CHECK(apnn::rules::kernel_plane_groups(with(w2a2, 128, 64, 512, 4, 8, 1), "sm_90a").weight.size() == 2);
+}
+
 TEST_CASE("encoding: every valid value is sum_s plane_weight(s)*b_s + offset of its code") {
   for (int bits = 1; bits <= apnn::kMaxBits; ++bits)
     for (Encoding e : kEncodings) {
