@@ -20,6 +20,16 @@ using apnn::Tile;
 using nlohmann::json;
 
 const Encoding kEncodings[] = {Encoding::Unsigned, Encoding::Pm1, Encoding::Signed};
+
+// Calls f(w, x) for every format pair: 1-8 bits and the three encodings on each side.
+template <class F>
+void for_each_format_pair(F&& f) {
+  for (int wb = 1; wb <= 8; ++wb)
+    for (int xb = 1; xb <= 8; ++xb)
+      for (Encoding we : kEncodings)
+        for (Encoding xe : kEncodings) f(OperandFormat{wb, we}, OperandFormat{xb, xe});
+}
+
 const char* const kOrigin = "configs/my spec.json";
 
 json base_spec(int wb = 1, const char* we = "pm1", int xb = 2, const char* xe = "unsigned") {
@@ -419,25 +429,21 @@ TEST_CASE("spec: an explicit tile equal to the default canonicalizes like no til
 }
 
 TEST_CASE("rules: the default tile is legal for every format pair") {
-  for (int wb = 1; wb <= 8; ++wb)
-    for (int xb = 1; xb <= 8; ++xb)
-      for (Encoding we : kEncodings)
-        for (Encoding xe : kEncodings) {
-          const OperandFormat w{wb, we}, x{xb, xe};
-          const Tile d = apnn::rules::default_tile(w, x);
-          INFO(w.describe() << " x " << x.describe() << " tile " << d.bm << "x" << d.bn << " bk " << d.bk << " warps "
-                            << d.warps_m << "x" << d.warps_n);
-          CHECK(apnn::rules::check_tile(d, w, x) == "");
-          const int groups = static_cast<int>(apnn::rules::plane_groups(w, x).weight.size());
-          CHECK(apnn::rules::accumulator_regs(d, groups) <= apnn::rules::kMaxAccumulatorRegs);
-          CHECK(apnn::rules::shared_bytes(d, w, x) <= apnn::rules::kMaxSharedBytes);
-          CHECK(d.warps_m * d.warps_n * 32 <= apnn::rules::kMaxThreads);
-          // canonicalize() uses exactly this tile.
-          KernelSpec s;
-          s.w = w;
-          s.x = x;
-          CHECK(*apnn::canonicalize(s).tile == d);
-        }
+  for_each_format_pair([&](const OperandFormat& w, const OperandFormat& x) {
+    const Tile d = apnn::rules::default_tile(w, x);
+    INFO(w.describe() << " x " << x.describe() << " tile " << d.bm << "x" << d.bn << " bk " << d.bk << " warps "
+                      << d.warps_m << "x" << d.warps_n);
+    CHECK(apnn::rules::check_tile(d, w, x) == "");
+    const int groups = static_cast<int>(apnn::rules::plane_groups(w, x).weight.size());
+    CHECK(apnn::rules::accumulator_regs(d, groups) <= apnn::rules::kMaxAccumulatorRegs);
+    CHECK(apnn::rules::shared_bytes(d, w, x) <= apnn::rules::kMaxSharedBytes);
+    CHECK(d.warps_m * d.warps_n * 32 <= apnn::rules::kMaxThreads);
+    // canonicalize() uses exactly this tile.
+    KernelSpec s;
+    s.w = w;
+    s.x = x;
+    CHECK(*apnn::canonicalize(s).tile == d);
+  });
 }
 
 TEST_CASE("rules: choose_warps picks a legal grid of at least 4 warps, or reports none") {
@@ -476,32 +482,28 @@ TEST_CASE("rules: check_tile names each broken field") {
 }
 
 TEST_CASE("rules: plane groups merge plane pairs of equal weight alpha_s*gamma_t") {
-  for (int wb = 1; wb <= 8; ++wb)
-    for (int xb = 1; xb <= 8; ++xb)
-      for (Encoding we : kEncodings)
-        for (Encoding xe : kEncodings) {
-          const OperandFormat w{wb, we}, x{xb, xe};
-          INFO(w.describe() << " x " << x.describe());
-          const auto g = apnn::rules::plane_groups(w, x);
-          REQUIRE(g.group_of.size() == static_cast<size_t>(wb));
-          std::vector<bool> used(g.weight.size(), false);
-          for (int s = 0; s < wb; ++s) {
-            REQUIRE(g.group_of[s].size() == static_cast<size_t>(xb));
-            for (int t = 0; t < xb; ++t) {
-              const int grp = g.group_of[s][t];
-              REQUIRE(grp >= 0);
-              REQUIRE(grp < static_cast<int>(g.weight.size()));
-              used[grp] = true;
-              CHECK(g.weight[grp] == w.plane_weight(s) * x.plane_weight(t));
-            }
-          }
-          for (bool u : used) CHECK(u);
-          CHECK(std::set<long long>(g.weight.begin(), g.weight.end()).size() == g.weight.size());
-          // Equal-weight pairs share a group: same power-of-two exponent sum for unsigned/pm1.
-          const bool powers = we != Encoding::Signed && xe != Encoding::Signed;
-          if (powers) CHECK(g.weight.size() == static_cast<size_t>(wb + xb - 1));
-          CHECK(g.weight.size() <= static_cast<size_t>(wb * xb));
-        }
+  for_each_format_pair([&](const OperandFormat& w, const OperandFormat& x) {
+    INFO(w.describe() << " x " << x.describe());
+    const auto g = apnn::rules::plane_groups(w, x);
+    REQUIRE(g.group_of.size() == static_cast<size_t>(w.bits));
+    std::vector<bool> used(g.weight.size(), false);
+    for (int s = 0; s < w.bits; ++s) {
+      REQUIRE(g.group_of[s].size() == static_cast<size_t>(x.bits));
+      for (int t = 0; t < x.bits; ++t) {
+        const int grp = g.group_of[s][t];
+        REQUIRE(grp >= 0);
+        REQUIRE(grp < static_cast<int>(g.weight.size()));
+        used[grp] = true;
+        CHECK(g.weight[grp] == w.plane_weight(s) * x.plane_weight(t));
+      }
+    }
+    for (bool u : used) CHECK(u);
+    CHECK(std::set<long long>(g.weight.begin(), g.weight.end()).size() == g.weight.size());
+    // Equal-weight pairs share a group: same power-of-two exponent sum for unsigned/pm1.
+    const bool powers = w.enc != Encoding::Signed && x.enc != Encoding::Signed;
+    if (powers) CHECK(g.weight.size() == static_cast<size_t>(w.bits + x.bits - 1));
+    CHECK(g.weight.size() <= static_cast<size_t>(w.bits * x.bits));
+  });
   // Spot values.
   CHECK(apnn::rules::plane_groups({8, Encoding::Signed}, {8, Encoding::Signed}).weight.size() == 21);
   CHECK(apnn::rules::plane_groups({1, Encoding::Signed}, {1, Encoding::Signed}).weight.size() == 1);
@@ -513,24 +515,20 @@ TEST_CASE("rules: plane groups merge plane pairs of equal weight alpha_s*gamma_t
 }
 
 TEST_CASE("rules: merged plane groups compute the same weighted sum with fewer sets, at most 1.5x the MMAs") {
-  for (int wb = 1; wb <= 8; ++wb)
-    for (int xb = 1; xb <= 8; ++xb)
-      for (Encoding we : kEncodings)
-        for (Encoding xe : kEncodings) {
-          const OperandFormat w{wb, we}, x{xb, xe};
-          INFO(w.describe() << " x " << x.describe());
-          const auto exact = apnn::rules::plane_groups(w, x);
-          const auto g = apnn::rules::merged_plane_groups(w, x);
-          CHECK(exact.mmas() == wb * xb);
-          CHECK(g.weight.size() <= exact.weight.size());
-          CHECK(2 * g.mmas() <= 3 * exact.mmas());
-          // Each pair's weight is its set's weight times its repeats: sum_g weight_g * acc_g is unchanged.
-          for (int s = 0; s < wb; ++s)
-            for (int t = 0; t < xb; ++t) {
-              REQUIRE(g.repeat[s][t] >= 1);
-              CHECK(g.weight[g.group_of[s][t]] * g.repeat[s][t] == w.plane_weight(s) * x.plane_weight(t));
-            }
-        }
+  for_each_format_pair([&](const OperandFormat& w, const OperandFormat& x) {
+    INFO(w.describe() << " x " << x.describe());
+    const auto exact = apnn::rules::plane_groups(w, x);
+    const auto g = apnn::rules::merged_plane_groups(w, x);
+    CHECK(exact.mmas() == w.bits * x.bits);
+    CHECK(g.weight.size() <= exact.weight.size());
+    CHECK(2 * g.mmas() <= 3 * exact.mmas());
+    // Each pair's weight is its set's weight times its repeats: sum_g weight_g * acc_g is unchanged.
+    for (int s = 0; s < w.bits; ++s)
+      for (int t = 0; t < x.bits; ++t) {
+        REQUIRE(g.repeat[s][t] >= 1);
+        CHECK(g.weight[g.group_of[s][t]] * g.repeat[s][t] == w.plane_weight(s) * x.plane_weight(t));
+      }
+  });
   const OperandFormat pm1{1, Encoding::Pm1}, u2{2, Encoding::Unsigned}, s2{2, Encoding::Signed}, u4{4, Encoding::Unsigned};
   const auto w1a2 = apnn::rules::merged_plane_groups(pm1, u2);  // weights 2, 4: one set of weight 2, 3 MMAs
   CHECK(w1a2.weight == std::vector<long long>{2});
