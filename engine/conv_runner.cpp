@@ -126,8 +126,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   CUdeviceptr wp = w.planes.ptr(), rowsum = w.rowsum.ptr(), possum = w.possum.ptr(), xp = x.planes.ptr();
   CUdeviceptr pixsum = x.pixsum.ptr();
   EpilogueKernelArgs epi = ep.args(out);
-  // A fused pool gives each column tile bn / size^2 whole windows (templates/conv_sm80.cuh).
-  const OutputDims od = dims(s, g);
+  const OutputDims od = dims(s, g);  // after the chain's pool
   ConvKernelDivisors dv{fast_div(g.Ho() * g.Wo()), fast_div(g.Wo()), fast_div(od.H * od.W),
                               fast_div(od.W),          fast_div(cw),      fast_div(blocks(g.O, t.bm))};
   void* args[] = {&wp, &rowsum, &possum, &xp, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv};
@@ -139,6 +138,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   const EpilogueOp* pool = s.epilogue.pool();
   const int64_t col_tiles = pool ? blocks(od.pixels(), t.bn / (pool->size * pool->size)) : blocks(g.N * g.Ho() * g.Wo(), t.bn);
   if (s.epilogue.quantize()) out.sums.fill_u32_async(0);  // accumulated with atomics
+  // A fused pool gives each column tile bn / size^2 whole windows (templates/conv_sm80.cuh).
   if (wgmma) {
     // Each block a contiguous share of the tiles, M tiles fastest: a persistent grid where
     // rules::conv_persistent says so, else one block per tile (templates/conv_sm90a.cuh).

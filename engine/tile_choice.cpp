@@ -182,7 +182,8 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     // A 1x1 conv gathers each pixel once per M tile anyway: its tiles were 0.89-1.09x.
     // bn: the heuristic's, or half of it where 128 x bn needs more accumulators than a thread
     // holds (w2a2, w1a4) or where the last wave would run less full (7x7 C=O=512: 196 tiles
-    // of 128x128, 1.48 waves, 30.2 us; 128x64 fills 2.97).
+    // of 128x128, 1.48 waves, 30.2 us; 128x64 fills 2.97 waves of one block per SM, and
+    // with the 3 stages deeper() then keeps, 1.48 of two: 19.8 us, the best measured).
     if (!under_wave && w.bm == 64 && p.M > 64 && s.conv.kh * s.conv.kw > 1) {
       auto tall = [&](int bn) {
         Tile c = w;
@@ -194,7 +195,8 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
       };
       // The share of the waves' slots that hold a tile (0 under a wave), with a slot per SM
       // (the fit above) or, where merged accumulator sets let blocks share an SM
-      // (rules::kernel_plane_groups), as many as the tile's kernel fits with 4 stages: 392
+      // (rules::kernel_plane_groups), as many as the tile's kernel fits with 4 stages (deeper()
+      // may keep 3 where a fourth costs a block; this count is not told of that): 392
       // tiles of 128x128 then run 1.48 waves of two, and took 0.84-0.85x the time of one a
       // SM (n128-14x14x256 and 28x28x128-o256 3x3/2, w1a2, session 10 device call 6).
       auto fill = [&](int bn, bool shared_sm) {

@@ -35,6 +35,7 @@ struct ConvDivisors {
   FastDiv cw;          // K word -> (kernel position, word of the pixel's channels)
   FastDiv tiles_m;     // tile -> (M tile, column tile) on the persistent core
 };
+static_assert(sizeof(ConvDivisors) == 48, "engine/conv_runner.cpp's ConvKernelDivisors mirrors this layout");
 
 // Core: the binary core that loads the tiles (GemmSm80, or GemmSm90a in conv_sm90a.cuh);
 // the accumulator fragment is GemmSm80's shape on both (Frag).

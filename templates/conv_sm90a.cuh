@@ -34,7 +34,8 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
     stride = 1;
     count = tile_count;
   }
-  // Tile -> (M tile, column tile) for GemmSm90a::run, with the launch's divisor.
+  // Tile -> (M tile, column tile) for GemmSm90a::run, with the launch's divisor (dv.tiles_m
+  // divides by tiles_m, both ceil(O / kBM)).
   __device__ __forceinline__ void split_tile(int tile, int tiles_m, int& tm, int& tn) const {
     tn = this->dv.tiles_m.div(tile);
     tm = tile - tn * tiles_m;
@@ -112,8 +113,7 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
   // where the column tile changed. The tile's first barrier publishes the table; the one here
   // keeps it from overwriting the table that slower warps still read in the last epilogue.
   __device__ __forceinline__ void begin_tile(int tile, int tiles_m, bool first) const {
-    this->col_tile = this->dv.tiles_m.div(tile);
-    this->m_tile = tile - this->col_tile * tiles_m;
+    split_tile(tile, tiles_m, this->m_tile, this->col_tile);
     if (this->col_tile == table_tile) return;
     if (!first) __syncthreads();
     this->fill_column_table(this->col_tile);

@@ -341,6 +341,14 @@ TEST_CASE("generator: a w1a2 conv on the wgmma core with 128x128 tiles accumulat
   CHECK(contains(g.source, "kWeight[1] = {2};"));
   CHECK(contains(g.source, "kRepeat[1 * 2] = {1, 2};"));
   CHECK(contains(g.source, "__launch_bounds__(kThreads, 2)"));  // 64 accumulator registers: two blocks
+  // The same tile in an APMM on sm_90a (the wgmma core, bound by its MMAs) keeps both sets.
+  KernelSpec gemm = apnn::canonicalize(apnn::parse_spec_text(
+      R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",)"
+      R"("tile":{"bm":128,"bn":128,"bk":1024,"stages":4,"warps_m":8,"warps_n":1}})"));
+  REQUIRE(apnn::rules::use_wgmma(gemm, "sm_90a"));
+  const GeneratedSource gg = apnn::generate(gemm, "sm_90a");
+  CHECK(contains(gg.source, "kGroups = 2;"));
+  CHECK(contains(gg.source, "kRepeat[1 * 2] = {1, 1};"));
   // The same spec on sm_80 keeps the two exact sets, one block per SM.
   const GeneratedSource g80 = apnn::generate(s, "sm_80");
   CHECK(contains(g80.source, "kGroups = 2;"));
