@@ -127,8 +127,9 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   CUdeviceptr pixsum = x.pixsum.ptr();
   EpilogueKernelArgs epi = ep.args(out);
   const OutputDims od = dims(s, g);  // after the chain's pool
+  const int64_t tiles_m = blocks(g.O, t.bm);
   ConvKernelDivisors dv{fast_div(g.Ho() * g.Wo()), fast_div(g.Wo()), fast_div(od.H * od.W),
-                              fast_div(od.W),          fast_div(cw),      fast_div(blocks(g.O, t.bm))};
+                        fast_div(od.W),          fast_div(cw),      fast_div(tiles_m)};
   void* args[] = {&wp, &rowsum, &possum, &xp, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv};
   LaunchDims d;
   d.block_x = rules::block_threads(t);
@@ -142,7 +143,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   if (wgmma) {
     // Each block a contiguous share of the tiles, M tiles fastest: a persistent grid where
     // rules::conv_persistent says so, else one block per tile (templates/conv_sm90a.cuh).
-    const int64_t tiles = int64_t{blocks(g.O, t.bm)} * col_tiles;
+    const int64_t tiles = tiles_m * col_tiles;
     if (tiles > (int64_t{1} << 31) - 1)
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} output tiles of {}x{}, above 2^31-1", tiles, t.bm, t.bn));
     // The kernel counts columns as col_tiles * bn in int32 (a pooled tile holds bn / size^2

@@ -148,9 +148,12 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   const ConvParams c = conv ? spec.conv : ConvParams{1, 1, 1, 1, 0, 0};
   const rules::ClusterShape cshape = rules::cluster_shape(t, spec.w, spec.x);
 
-  std::vector<int> table, repeats;
-  for (const auto& row : groups.group_of) table.insert(table.end(), row.begin(), row.end());
-  for (const auto& row : groups.repeat) repeats.insert(repeats.end(), row.begin(), row.end());
+  auto flat = [](const std::vector<std::vector<int>>& per_pair) {  // [s][t] -> s * q + t
+    std::vector<int> v;
+    for (const auto& row : per_pair) v.insert(v.end(), row.begin(), row.end());
+    return v;
+  };
+  const std::vector<int> table = flat(groups.group_of), repeats = flat(groups.repeat);
 
   const std::string epi = epilogue_source(spec.epilogue);
   // One argument list for both parts of the source (fmt format args must not outlive their call).

@@ -17,7 +17,10 @@ int PlaneGroups::mmas() const {
   return n;
 }
 
-PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x) {
+// Sets in order of first appearance, one per key of a pair's weight (the weight itself, or
+// its sign); a set's weight is its pairs' smallest magnitude, and each pair repeats weight /
+// set weight times (plane weights are signed powers of two: whole multiples).
+static PlaneGroups group_pairs(const OperandFormat& w, const OperandFormat& x, bool by_sign) {
   PlaneGroups g;
   std::map<long long, int> index;
   g.group_of.assign(w.bits, std::vector<int>(x.bits, 0));
@@ -25,29 +28,10 @@ PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x) {
   for (int s = 0; s < w.bits; ++s)
     for (int t = 0; t < x.bits; ++t) {
       const long long wt = w.plane_weight(s) * x.plane_weight(t);
-      auto it = index.find(wt);
+      const long long key = by_sign ? (wt < 0 ? -1 : 1) : wt;
+      auto it = index.find(key);
       if (it == index.end()) {
-        it = index.emplace(wt, static_cast<int>(g.weight.size())).first;
-        g.weight.push_back(wt);
-      }
-      g.group_of[s][t] = it->second;
-    }
-  return g;
-}
-
-PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x) {
-  const PlaneGroups exact = plane_groups(w, x);
-  PlaneGroups g;
-  g.group_of.assign(w.bits, std::vector<int>(x.bits, 0));
-  g.repeat.assign(w.bits, std::vector<int>(x.bits, 1));
-  // One set per sign, in order of first appearance; its weight is the sign's smallest magnitude.
-  std::map<bool, int> index;
-  for (int s = 0; s < w.bits; ++s)
-    for (int t = 0; t < x.bits; ++t) {
-      const long long wt = w.plane_weight(s) * x.plane_weight(t);
-      auto it = index.find(wt < 0);
-      if (it == index.end()) {
-        it = index.emplace(wt < 0, static_cast<int>(g.weight.size())).first;
+        it = index.emplace(key, static_cast<int>(g.weight.size())).first;
         g.weight.push_back(wt);
       } else if (std::llabs(wt) < std::llabs(g.weight[it->second])) {
         g.weight[it->second] = wt;
@@ -55,8 +39,16 @@ PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x) 
       g.group_of[s][t] = it->second;
     }
   for (int s = 0; s < w.bits; ++s)
-    for (int t = 0; t < x.bits; ++t)  // plane weights are signed powers of two: whole multiples
+    for (int t = 0; t < x.bits; ++t)
       g.repeat[s][t] = static_cast<int>(w.plane_weight(s) * x.plane_weight(t) / g.weight[g.group_of[s][t]]);
+  return g;
+}
+
+PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x) { return group_pairs(w, x, false); }
+
+PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x) {
+  const PlaneGroups exact = plane_groups(w, x);
+  const PlaneGroups g = group_pairs(w, x, true);
   const bool fewer = g.weight.size() < exact.weight.size();
   return fewer && 2 * g.mmas() <= 3 * exact.mmas() ? g : exact;
 }

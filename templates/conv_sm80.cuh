@@ -66,15 +66,20 @@ struct ConvProblem {
   mutable int col_tile, m_tile;
   ConvDivisors dv;
 
+  // Conv pixel p = (n*Ho + ho)*Wo + wo -> (n, ho, wo).
+  __device__ __forceinline__ void split_pixel(int p, int& n, int& ho, int& wo) const {
+    n = dv.howo.div(p);
+    const int r = p - n * (Ho * Wo);
+    ho = dv.wo.div(r);
+    wo = r - ho * Wo;
+  }
+
   // The conv pixel (n, ho, wo) that column c of tile `tile` computes; false if none.
   __device__ __forceinline__ bool column_pixel(int tile, int c, int& n, int& ho, int& wo) const {
     if constexpr (!E::kPool) {
       const int p = tile * T::kBN + c;
       if (p >= P) return false;
-      n = dv.howo.div(p);
-      const int r = p - n * (Ho * Wo);
-      ho = dv.wo.div(r);
-      wo = r - ho * Wo;
+      split_pixel(p, n, ho, wo);
     } else {
       const int j = c / kSS, k = c - j * kSS;
       const int q = tile * kOutPerTile + j;
@@ -241,7 +246,8 @@ struct ConvProblem {
     return nvalid == kKHW ? static_cast<u32>(rowsum[o]) : border_weight_sum(o, p);
   }
   __device__ __noinline__ u32 border_weight_sum(int o, int p) const {
-    const int r = p - dv.howo.div(p) * (Ho * Wo), ho = dv.wo.div(r), wo = r - ho * Wo;
+    int n, ho, wo;
+    split_pixel(p, n, ho, wo);
     u32 sum = 0;
     for (int kh = 0; kh < T::kKh; ++kh) {
       const int hi = ho * T::kSh - T::kPh + kh;
