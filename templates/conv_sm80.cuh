@@ -201,10 +201,8 @@ struct ConvProblem {
     }
   }
 
-  __device__ __forceinline__ bool column_valid(int c) const {
-    int n, ho, wo;
-    return column_pixel(col_tile, c, n, ho, wo);
-  }
+  // Whether tile column c has a conv pixel (the column table, filled before the mainloop).
+  __device__ __forceinline__ bool column_valid(int c) const { return column_table()[c].p >= 0; }
 
   // The column table: a ConvColumn per tile column, after the pipeline's buffers and the
   // staging buffer (rules::kernel_shared_bytes counts kBN * 16 bytes for it).
@@ -260,35 +258,34 @@ struct ConvProblem {
     return sum;
   }
 
-  // The corrected int32 conv output of channel o at conv pixel p, tile column c (wrapping
-  // u32 arithmetic).
+  // The corrected int32 conv output of channel o at the tile column whose table entry is col
+  // (wrapping u32 arithmetic). col is a copy in registers: read through the table, the
+  // entry was loaded again after every output store (session 11, the generated PTX).
   template <class Acc>
-  __device__ __forceinline__ u32 corrected(const Acc& acc, int mi, int ni, int e, int o, int p, int c) const {
+  __device__ __forceinline__ u32 corrected(const Acc& acc, int mi, int ni, int e, int o, const ConvColumn& col) const {
     u32 v = Frag::combine(acc, mi, ni, e);
     if constexpr (T::kOffsetW != 0 || T::kOffsetX != 0) {
-      const ConvColumn& col = column_table()[c];
       if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(col.colsum);
-      if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * valid_weight_sum(o, p, col.nvalid);
+      if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * valid_weight_sum(o, col.p, col.nvalid);
       if (T::kOffsetW != 0 && T::kOffsetX != 0)
         v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(C) * static_cast<u32>(col.nvalid);
     }
     return v;
   }
 
-  // The unstaged chains' output value of channel o at tile column c (its table entry col):
+  // The unstaged chains' output value of channel o at the tile column of table entry col:
   // the corrected sum through the chain's ops (epilogue.cuh).
   template <class Acc>
-  __device__ __forceinline__ typename E::Final output(const Acc& acc, int mi, int ni, int e, int o, const ConvColumn& col,
-                                                      int c) const {
-    return E::post(E::pre(static_cast<i32>(corrected(acc, mi, ni, e, o, col.p, c)), o, epi), o, epi);
+  __device__ __forceinline__ typename E::Final output(const Acc& acc, int mi, int ni, int e, int o,
+                                                      const ConvColumn& col) const {
+    return E::post(E::pre(static_cast<i32>(corrected(acc, mi, ni, e, o, col)), o, epi), o, epi);
   }
 
   // For the staged epilogue: tile column c of this block (valid by the caller's check).
   template <class Acc>
   __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
-    int n = 0, ho = 0, wo = 0;
-    column_pixel(col_tile, c, n, ho, wo);
-    return corrected(acc, mi, ni, e, o, (n * Ho + ho) * Wo + wo, c);
+    const ConvColumn col = column_table()[c];
+    return corrected(acc, mi, ni, e, o, col);
   }
 
   __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][Frag::kMI][Frag::kNI][4], int m_base, int n_base,
@@ -301,13 +298,16 @@ struct ConvProblem {
   }
 
   // The unstaged epilogue: the warp's rows from m_base and tile columns from c_base, each
-  // column's pixel and output offset read from the column table. Two neighbouring columns
-  // that are neighbouring output words at an even offset go out as one 8-byte store. Output
-  // offsets are int32: every output index is below 2^31 (conv_runner.cpp checks N*O*Ho*Wo),
-  // and 64-bit address math per store was about a third of the epilogue's instructions at
-  // batch 128 (session 8, device call 1).
+  // column's pixel and output offset read from the column table. Output offsets are int32:
+  // every output index is below 2^31 (conv_runner.cpp checks N*O*Ho*Wo), and 64-bit address
+  // math per store was about a third of the epilogue's instructions at batch 128 (session 8,
+  // device call 1).
   __device__ __forceinline__ void store_columns(const i32 (&acc)[T::kGroups][Frag::kMI][Frag::kNI][4], int m_base,
                                                 int c_base, int g, int tig) const {
+    if ((Ho * Wo) % 2 == 0) {
+      store_column_pairs(acc, m_base, c_base, g, tig);
+      return;
+    }
     using Final = typename E::Final;
     Final* const y = static_cast<Final*>(epi.out);
     const int O = a_rows, HoWo = Ho * Wo;
@@ -315,6 +315,8 @@ struct ConvProblem {
     for (int ni = 0; ni < Frag::kNI; ++ni) {
       const int c = c_base + ni * 8 + 2 * tig;
       const ConvColumn a = column_table()[c], b = column_table()[c + 1];
+      // Two neighbouring columns that are neighbouring output words at an even offset go
+      // out as one 8-byte store.
       const bool pair = a.out >= 0 && b.out == a.out + 1;
 #pragma unroll
       for (int mi = 0; mi < Frag::kMI; ++mi)
@@ -324,12 +326,37 @@ struct ConvProblem {
           if (o >= O) continue;
           const int row = o * HoWo, e = half * 2;
           if (pair) {
-            store_pair(y + (row + a.out), output(acc, mi, ni, e, o, a, c), output(acc, mi, ni, e + 1, o, b, c + 1),
+            store_pair(y + (row + a.out), output(acc, mi, ni, e, o, a), output(acc, mi, ni, e + 1, o, b),
                        ((row + a.out) & 1) == 0, true);
           } else {
-            if (a.out >= 0) y[row + a.out] = output(acc, mi, ni, e, o, a, c);
-            if (b.out >= 0) y[row + b.out] = output(acc, mi, ni, e + 1, o, b, c + 1);
+            if (a.out >= 0) y[row + a.out] = output(acc, mi, ni, e, o, a);
+            if (b.out >= 0) y[row + b.out] = output(acc, mi, ni, e + 1, o, b);
           }
+        }
+    }
+  }
+
+  // store_columns where Ho*Wo is even. A thread's column pair (c, c+1) starts at an even
+  // conv pixel p (tiles and c are even), so p+1 exists whenever p does (N*Ho*Wo is even),
+  // lies in the same image, and sits at an even output offset (o*Ho*Wo + n*O*Ho*Wo + p's
+  // place in its image): every pair with a pixel is one aligned 8-byte store, with none of
+  // the general path's per-pair tests (about half of its instructions, session 11).
+  __device__ __forceinline__ void store_column_pairs(const i32 (&acc)[T::kGroups][Frag::kMI][Frag::kNI][4], int m_base,
+                                                     int c_base, int g, int tig) const {
+    typename E::Final* const y = static_cast<typename E::Final*>(epi.out);
+    const int O = a_rows, HoWo = Ho * Wo;
+#pragma unroll
+    for (int ni = 0; ni < Frag::kNI; ++ni) {
+      const int c = c_base + ni * 8 + 2 * tig;
+      const ConvColumn a = column_table()[c];
+      if (a.out < 0) continue;
+      const ConvColumn b = column_table()[c + 1];
+#pragma unroll
+      for (int mi = 0; mi < Frag::kMI; ++mi)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int o = m_base + mi * 16 + g + half * 8, e = half * 2;
+          if (o < O) store_pair(y + (o * HoWo + a.out), output(acc, mi, ni, e, o, a), output(acc, mi, ni, e + 1, o, b), true, true);
         }
     }
   }

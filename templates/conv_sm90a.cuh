@@ -92,8 +92,8 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
         const int r = m_base - m0 + g + half * 8, o = m0 + r, e = half * 2;
         if (o >= O) continue;
         // Columns without a pixel are not read back (their out is -1).
-        store_pair(st + r * kRowLd + c, a.out >= 0 ? this->output(acc, 0, ni, e, o, a, c) : Final{},
-                   b.out >= 0 ? this->output(acc, 0, ni, e + 1, o, b, c + 1) : Final{}, true, true);
+        store_pair(st + r * kRowLd + c, a.out >= 0 ? this->output(acc, 0, ni, e, o, a) : Final{},
+                   b.out >= 0 ? this->output(acc, 0, ni, e + 1, o, b) : Final{}, true, true);
       }
     }
     __syncthreads();
