@@ -36,6 +36,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   __device__ __forceinline__ void block_tiles(int ntiles, int& first, int& stride, int& count) const {
     Core90::strided_tiles(ntiles, first, stride, count);
   }
+  __device__ __forceinline__ void prefetch_tile(int, int) const {}
   __device__ __forceinline__ void begin_tile(int, int, bool) const {}
   __device__ __forceinline__ void split_tile(int tile, int tiles_m, int& tm, int& tn) const {
     tm = tile % tiles_m;

@@ -27,6 +27,8 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
   int first_tile, tile_count;  // the block's contiguous share of the tiles, M tiles fastest
   mutable int plan_n0;         // the first column of the tile whose gather plan is loaded, -1 for none
   mutable int table_tile;      // the column tile whose column table is in shared memory, -1 for none
+  mutable typename Base::ColumnLoads first_loads;  // this thread's column of the first tile (prefetch_tile)
+  mutable int loaded_tile;                         // the column tile of first_loads, -1 for none
 
   // Consecutive tiles mostly share a column tile, whose plan and table are then worked out once.
   __device__ __forceinline__ void block_tiles(int, int& first, int& stride, int& count) const {
@@ -109,6 +111,17 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
     }
   }
 
+  // Before the pipeline's first copies (every thread): the first tile's column loads, one
+  // column per thread, summed into the table by begin_tile.
+  __device__ __forceinline__ void prefetch_tile(int tile, int tiles_m) const {
+    if constexpr (T::kBN <= GemmSm90a<T>::kThreads) {
+      int tm = 0, tn = 0;
+      split_tile(tile, tiles_m, tm, tn);
+      if (static_cast<int>(threadIdx.x) < T::kBN) this->load_column(tn, threadIdx.x, first_loads);
+      loaded_tile = tn;
+    }
+  }
+
   // Before tile `tile`'s mainloop (every thread): the epilogue's tile, and its column table
   // where the column tile changed. The tile's first barrier publishes the table; the one here
   // keeps it from overwriting the table that slower warps still read in the last epilogue.
@@ -116,7 +129,12 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
     split_tile(tile, tiles_m, this->m_tile, this->col_tile);
     if (this->col_tile == table_tile) return;
     if (!first) __syncthreads();
-    this->fill_column_table(this->col_tile);
+    if (this->col_tile == loaded_tile) {
+      if (static_cast<int>(threadIdx.x) < T::kBN) this->store_column(threadIdx.x, first_loads);
+      loaded_tile = -1;
+    } else {
+      this->fill_column_table(this->col_tile);
+    }
     table_tile = this->col_tile;
   }
 };
@@ -140,6 +158,8 @@ __device__ __forceinline__ void conv_sm90a(u32* smem, const u32* wp, const i32* 
             0,
             0,
             -1,
+            -1,
+            {},
             -1};
   // Launched with early_start (conv_runner.cpp): the block's share and its first gather plan
   // overlap the previous kernel's end; global memory only after the wait.
