@@ -395,7 +395,8 @@ struct ConvProblem {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int o = m_base + mi * 16 + g + half * 8, e = half * 2;
-          if (o < O) store_pair(y + (o * HoWo + a.out), output(acc, mi, ni, e, o, a), output(acc, mi, ni, e + 1, o, b), true, true);
+          if (o < O)
+            store_pair(y + (o * HoWo + a.out), output(acc, mi, ni, e, o, a), output(acc, mi, ni, e + 1, o, b), true, true);
         }
     }
   }

@@ -82,7 +82,9 @@ TEST_CASE("sm_90a wgmma conv: every K step width, 1-8 weight planes, O and K pas
   Engine engine;
   // bk 256 / 512 / 1024 are the 32-, 64- and 128-byte swizzles; O = 100 and 130 leave rows of
   // the last M tile past the weights (zero-filled); C = 200 pads K; 2 stages take the core's
-  // two-barrier pipeline.
+  // two-barrier pipeline. The third shape has an even Ho*Wo (140: conv_sm80.cuh's
+  // store_column_pairs) whose P = 420 ends in a part column tile, and C = 96, one chunk per
+  // pixel: tiles of 32 or more columns gather through L1 there (gather_chunk).
   const struct { int p, q; Encoding we; Tile t; } cases[] = {
       {1, 2, Encoding::Pm1, {64, 16, 256, 3, 4, 1}},     {3, 2, Encoding::Signed, {64, 32, 512, 4, 4, 1}},
       {8, 1, Encoding::Unsigned, {64, 8, 1024, 3, 4, 1}}, {2, 2, Encoding::Signed, {128, 16, 1024, 4, 8, 1}},
@@ -100,7 +102,8 @@ TEST_CASE("sm_90a wgmma conv: every K step width, 1-8 weight planes, O and K pas
     s.tile = c.t;
     REQUIRE(rules::use_wgmma(s, "sm_90a"));
     merged += rules::kernel_plane_groups(s, "sm_90a").weight.size() < rules::plane_groups(s.w, s.x).weight.size();
-    for (const ConvShape& sh : {ConvShape{1, 200, 9, 11, 100}, ConvShape{2, 64, 5, 5, 130}}) {
+    for (const ConvShape& sh :
+         {ConvShape{1, 200, 9, 11, 100}, ConvShape{2, 64, 5, 5, 130}, ConvShape{3, 96, 10, 14, 72}}) {
       expect_exact(engine, s, sh, static_cast<uint64_t>(++n));
     }
   }
