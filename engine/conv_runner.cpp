@@ -136,10 +136,10 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
   d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, wgmma));
+  // A fused pool gives each column tile bn / size^2 whole windows (templates/conv_sm80.cuh).
   const EpilogueOp* pool = s.epilogue.pool();
   const int64_t col_tiles = pool ? blocks(od.pixels(), t.bn / (pool->size * pool->size)) : blocks(g.N * g.Ho() * g.Wo(), t.bn);
   if (s.epilogue.quantize()) out.sums.fill_u32_async(0);  // accumulated with atomics
-  // A fused pool gives each column tile bn / size^2 whole windows (templates/conv_sm80.cuh).
   if (wgmma) {
     // Each block a contiguous share of the tiles, M tiles fastest: a persistent grid where
     // rules::conv_persistent says so, else one block per tile (templates/conv_sm90a.cuh).

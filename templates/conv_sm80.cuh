@@ -228,26 +228,17 @@ struct ConvProblem {
     return reinterpret_cast<ConvColumn*>(reinterpret_cast<char*>(smem) + kTableOffset);
   }
 
-  // One column's table entry in two halves, so that the wgmma core can issue the first
-  // tile's pixsum loads before the pipeline's first copies and sum them after (their latency
-  // then overlaps the copies': summed at once, the loads held up the first barrier, 12% of
-  // the stall samples on n128-56x56x64, session 11 call 5). Chains without a weight offset
-  // never read colsum and load nothing.
+  // Column c's table entry without its colsum, calling f(k, i) for each kernel position k
+  // of its window inside the image (i: that input pixel's index into pixsum). Chains without
+  // a weight offset never read colsum, and their callers load nothing.
   static constexpr bool kColsum = T::kOffsetW != 0;
-  struct ColumnLoads {
-    i32 v[kKHW];       // pixsum at each kernel position inside the image, else 0
-    i32 count, p, out;  // as ConvColumn
-  };
-  __device__ __forceinline__ void load_column(int tile, int c, ColumnLoads& l) const {
+  template <class F>
+  __device__ __forceinline__ ConvColumn visit_column(int tile, int c, F&& f) const {
+    ConvColumn e{0, 0, -1, -1};
     int n = 0, ho = 0, wo = 0;
-    l.count = 0;
-    l.p = -1;
-    l.out = -1;
-#pragma unroll
-    for (int k = 0; k < kKHW; ++k) l.v[k] = 0;
-    if (!column_pixel(tile, c, n, ho, wo)) return;
-    l.p = (n * Ho + ho) * Wo + wo;
-    l.out = n * a_rows * (Ho * Wo) + ho * Wo + wo;
+    if (!column_pixel(tile, c, n, ho, wo)) return e;
+    e.p = (n * Ho + ho) * Wo + wo;
+    e.out = n * a_rows * (Ho * Wo) + ho * Wo + wo;
 #pragma unroll
     for (int kh = 0; kh < T::kKh; ++kh) {
       const int hi = ho * T::kSh - T::kPh + kh;
@@ -256,25 +247,47 @@ struct ConvProblem {
       for (int kw = 0; kw < T::kKw; ++kw) {
         const int wi = wo * T::kSw - T::kPw + kw;
         if (wi < 0 || wi >= W) continue;
-        if (kColsum) l.v[kh * T::kKw + kw] = pixsum[(static_cast<i64>(n) * H + hi) * W + wi];
-        ++l.count;
+        f(kh * T::kKw + kw, (static_cast<i64>(n) * H + hi) * W + wi);
+        ++e.nvalid;
       }
     }
-  }
-  __device__ __forceinline__ void store_column(int c, const ColumnLoads& l) const {
-    i32 sum = 0;
-#pragma unroll
-    for (int k = 0; k < kKHW; ++k) sum += l.v[k];
-    column_table()[c] = ConvColumn{sum, l.count, l.p, l.out};
+    return e;
   }
 
   // Fills the column table; the mainloop's first barrier publishes it to the epilogue.
   __device__ __forceinline__ void fill_column_table(int tile) const {
     for (int c = threadIdx.x; c < T::kBN; c += Core::kThreads) {
-      ColumnLoads l;
-      load_column(tile, c, l);
-      store_column(c, l);
+      i32 sum = 0;
+      ConvColumn e = visit_column(tile, c, [&](int, i64 i) {
+        if (kColsum) sum += pixsum[i];
+      });
+      e.colsum = sum;
+      column_table()[c] = e;
     }
+  }
+
+  // The same in two halves, so that the wgmma core can issue the first tile's pixsum loads
+  // before the pipeline's first copies and sum them after: their latency then overlaps the
+  // copies'. Summed at once, the loads held up the first barrier (12% of the stall samples on
+  // n128-56x56x64, session 11 call 5). Only for windows of at most 9 positions: the loaded
+  // values stay in registers through the first copies (an 11x11 kernel's 121 spilled).
+  static constexpr bool kPrefetchColumns = kKHW <= 9;
+  struct ColumnLoads {
+    ConvColumn entry;                     // colsum left 0
+    i32 v[kPrefetchColumns ? kKHW : 1];  // pixsum at each kernel position inside the image, else 0
+  };
+  __device__ __forceinline__ void load_column(int tile, int c, ColumnLoads& l) const {
+#pragma unroll
+    for (int k = 0; k < kKHW && kPrefetchColumns; ++k) l.v[k] = 0;
+    l.entry = visit_column(tile, c, [&](int k, i64 i) {
+      if (kColsum && kPrefetchColumns) l.v[k] = pixsum[i];
+    });
+  }
+  __device__ __forceinline__ void store_column(int c, const ColumnLoads& l) const {
+    ConvColumn e = l.entry;
+#pragma unroll
+    for (int k = 0; k < kKHW && kPrefetchColumns; ++k) e.colsum += l.v[k];
+    column_table()[c] = e;
   }
 
   // Sum of the weights' plane-weighted popcounts over the kernel positions that fall

@@ -111,12 +111,11 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
     }
   }
 
-  // Before the pipeline's first copies (every thread): the first tile's column loads, one
-  // column per thread, summed into the table by begin_tile.
-  __device__ __forceinline__ void prefetch_tile(int tile, int tiles_m) const {
-    if constexpr (T::kBN <= GemmSm90a<T>::kThreads) {
-      int tm = 0, tn = 0;
-      split_tile(tile, tiles_m, tm, tn);
+  // Before the pipeline's first copies (every thread), given the first tile's M tile and
+  // column tile: that column tile's loads, one column per thread, summed into the table by
+  // begin_tile.
+  __device__ __forceinline__ void prefetch_tile(int, int tn) const {
+    if constexpr (Base::kPrefetchColumns && T::kBN <= GemmSm90a<T>::kThreads) {
       if (static_cast<int>(threadIdx.x) < T::kBN) this->load_column(tn, threadIdx.x, first_loads);
       loaded_tile = tn;
     }

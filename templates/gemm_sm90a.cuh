@@ -162,8 +162,8 @@ struct GemmSm90a {
   // stages load while this one finishes and stores. Problem: as GemmSm80::run (a_planes,
   // a_plane_stride, a_rows, a_ld, k_words, load_b, store) plus N, the rows of B,
   // block_tiles(ntiles, first, stride, count), split_tile(tile, tiles_m, tm, tn) (the tile's
-  // M tile and column tile), prefetch_tile(first, tiles_m), called by every thread before
-  // the first copies, and begin_tile(tile, tiles_m, first), called by every thread
+  // M tile and column tile), prefetch_tile(tm, tn) of the first tile, called by every thread
+  // before the first copies, and begin_tile(tile, tiles_m, first), called by every thread
   // before a tile's mainloop; load_b writes this core's layout.
   template <class Problem>
   static __device__ __forceinline__ void run(u32* smem_raw, const Problem& prob) {
@@ -209,7 +209,7 @@ struct GemmSm90a {
     i32 acc[T::kGroups][kMI][kNI][4];
     zero_acc(acc);
 
-    prob.prefetch_tile(first, tiles_m);  // loads whose latency should overlap the first copies'
+    prob.prefetch_tile(ld_tm, ld_tn);  // loads whose latency should overlap the first copies'
 #pragma unroll
     for (int st = 0; st < kAhead; ++st) {
       if (st < steps) load_next(st);
