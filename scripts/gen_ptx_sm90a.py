@@ -17,14 +17,29 @@ __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.a
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\\n" ::"n"(N) : "memory"); }
+// Programmatic dependent launch: let the stream's next kernel start launching its blocks
+// (they wait in grid_dependency_wait), and wait until the previous kernel has completed
+// and its memory is visible. Every global access of a kernel launched with early_start
+// (runtime/module.h) comes after the wait.
+__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;\\n" ::: "memory"); }
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\\n" ::: "memory"); }
+
 // Generic-proxy writes (cp.async, st.shared) become visible to the async proxy (wgmma).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory"); }
 
-// Shared-memory matrix descriptor: start address, leading/stride byte offsets (16-byte
-// units), swizzle mode in bits 62-63 (1: 128B, 2: 64B, 3: 32B).
-__device__ __forceinline__ u64 wgmma_desc(u32 saddr, u32 lbo_bytes, u32 sbo_bytes, u64 swizzle) {
-  return static_cast<u64>((saddr >> 4) & 0x3FFF) | (static_cast<u64>((lbo_bytes >> 4) & 0x3FFF) << 16) |
-         (static_cast<u64>((sbo_bytes >> 4) & 0x3FFF) << 32) | (swizzle << 62);
+// Shared-memory matrix descriptor, as its two 32-bit words: the low word holds the start
+// address (bits 0-13, 16-byte units) and the leading byte offset (bits 16-29); the high word
+// the stride byte offset (bits 0-13) and the swizzle mode (bits 30-31: 1 128B, 2 64B, 3 32B).
+// Moving a descriptor through a tile adds (byte offset / 16) to the low word only: a
+// shared-memory address divided by 16 is below 2^14, so the start field never carries. A 64-bit
+// add per wgmma cost about 10 instructions of carries, moves and register-to-uniform copies
+// (session 12, device call 1: the copies to uniform registers alone were 10% of the issued
+// instructions of a 1024x4096x4096 GEMM).
+struct WgmmaDesc {
+  u32 lo, hi;
+};
+__device__ __forceinline__ WgmmaDesc wgmma_desc(u32 saddr, u32 lbo_bytes, u32 sbo_bytes, u32 swizzle) {
+  return {((saddr >> 4) & 0x3FFF) | (((lbo_bytes >> 4) & 0x3FFF) << 16), ((sbo_bytes >> 4) & 0x3FFF) | (swizzle << 30)};
 }
 
 // D(64 x N) = popc(A(64 x 256) & B(N x 256)) + (accumulate ? D : 0), A and B K-major in
@@ -43,13 +58,15 @@ for n in NS:
     parts.append(f'''
 template <>
 struct WgmmaB1<{n}> {{
-  static __device__ __forceinline__ void mma(i32 (&d)[{n // 8}][4], u64 desc_a, u64 desc_b, int accumulate) {{
+  // a_lo, b_lo: the descriptors' low words; hi: their shared high word.
+  static __device__ __forceinline__ void mma(i32 (&d)[{n // 8}][4], u32 a_lo, u32 b_lo, u32 hi, int accumulate) {{
     asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 2}, 0;\\n"
+        "{{\\n.reg .pred p;\\n.reg .b64 da, db;\\nsetp.ne.b32 p, %{r + 3}, 0;\\n"
+        "mov.b64 da, {{%{r}, %{r + 2}}};\\nmov.b64 db, {{%{r + 1}, %{r + 2}}};\\n"
         "wgmma.mma_async.sync.aligned.m64n{n}k256.s32.b1.b1.and.popc "
-        "{{{regs}}}, %{r}, %{r + 1}, p;\\n}}\\n"
+        "{{{regs}}}, da, db, p;\\n}}\\n"
         : {outs}
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+        : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }}
 }};
 ''')

@@ -32,6 +32,8 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // The plain int32 output only (rules::use_wgmma): fused chains read blockIdx.y and stage
   // through shared memory, which this persistent core's pipeline still fills.
   static_assert(!T::Epi::kStaged, "the wgmma core has no fused epilogue yet");
+  // No per-thread branches in the hooks: GemmSm90a::run's loop stays warp-uniform.
+  static constexpr bool kUniformLoop = true;
   // GemmSm90a::run's tile order (every gridDim.x-th tile) and per-tile hook (none needed).
   __device__ __forceinline__ void block_tiles(int ntiles, int& first, int& stride, int& count) const {
     Core90::strided_tiles(ntiles, first, stride, count);

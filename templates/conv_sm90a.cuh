@@ -22,6 +22,7 @@ template <class T>
 struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
   using Base = ConvProblem<T, GemmSm90a<T>>;
   static constexpr bool kTmaStore = false;  // NCHW rows of Ho*Wo pixels: plain stores
+  static constexpr bool kUniformLoop = false;  // prefetch_tile and begin_tile branch per thread
   int N;                       // rows of B for GemmSm90a::run: column tiles * kBN
   int batch;                   // images
   int first_tile, tile_count;  // the block's contiguous share of the tiles, M tiles fastest

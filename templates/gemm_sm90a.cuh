@@ -47,7 +47,7 @@ struct GemmSm90a {
   static constexpr int kRowsA = T::kWBits * T::kBM;
   static constexpr int kRowsB = T::kXBits * T::kBN;
   static constexpr int kStageBytes = (kRowsA + kRowsB) * kRowBytes;
-  static constexpr u64 kSwizzle = kRowBytes == 128 ? 1 : (kRowBytes == 64 ? 2 : 3);
+  static constexpr u32 kSwizzle = kRowBytes == 128 ? 1 : (kRowBytes == 64 ? 2 : 3);
   static constexpr int kSmemSlack = 1024;                  // for aligning the base
   static constexpr int kSmemBytes = kSmemSlack + T::kStages * kStageBytes;  // all the pipeline may touch
   // With 3 or more stages, one block barrier a step: steps kStages-2 ahead load while two
@@ -113,21 +113,31 @@ struct GemmSm90a {
   // into its set (a merged set's weight is its smallest pair weight, rules::kernel_plane_groups),
   // the stage's W and X tiles at the descriptors' start addresses; `accumulate` false on a
   // tile's first stage.
-  static __device__ __forceinline__ void mma_step(i32 (&acc)[T::kGroups][kMI][kNI][4], u64 desc_a, u64 desc_b,
-                                                  bool accumulate) {
+  static __device__ __forceinline__ void mma_step(i32 (&acc)[T::kGroups][kMI][kNI][4], ptx::WgmmaDesc desc_a,
+                                                  ptx::WgmmaDesc desc_b, bool accumulate) {
 #pragma unroll
     for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
       for (int s = 0; s < T::kWBits; ++s)
 #pragma unroll
         for (int t = 0; t < T::kXBits; ++t) {
-          const u64 da = desc_a + static_cast<u64>((s * T::kBM * kRowBytes + ks * 32) >> 4);
-          const u64 db = desc_b + static_cast<u64>((t * T::kBN * kRowBytes + ks * 32) >> 4);
+          const u32 da = desc_a.lo + static_cast<u32>((s * T::kBM * kRowBytes + ks * 32) >> 4);
+          const u32 db = desc_b.lo + static_cast<u32>((t * T::kBN * kRowBytes + ks * 32) >> 4);
 #pragma unroll
           for (int r = 0; r < T::repeat(s, t); ++r)
-            ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], da, db,
+            ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], da, db, desc_a.hi,
                                    ks > 0 || r > 0 || !first_of_group(s, t) || accumulate);
         }
+  }
+
+  // The thread's warpgroup, broadcast from lane 0 so that the compiler knows it is the same
+  // across the warp. Where the problem's hooks keep the (tile, K step) loop uniform too
+  // (Problem::kUniformLoop), ptxas then holds every descriptor in uniform registers: 3
+  // uniform instructions a wgmma instead of about 10 (1024x4096x4096 w1a2 7% faster, session
+  // 12, device calls 3-4). The conv's hooks branch per thread, its step counter stays in
+  // vector registers, and the broadcast alone made 7x7x512 3-7% slower.
+  static __device__ __forceinline__ int warpgroup_index() {
+    return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) >> 7, 0);
   }
 
   // Output tiles, M fastest: ceil(M/kBM) * ceil(N/kBN).
@@ -164,7 +174,8 @@ struct GemmSm90a {
   // block_tiles(ntiles, first, stride, count), split_tile(tile, tiles_m, tm, tn) (the tile's
   // M tile and column tile), prefetch_tile(tm, tn) of the first tile, called by every thread
   // before the first copies, and begin_tile(tile, tiles_m, first), called by every thread
-  // before a tile's mainloop; load_b writes this core's layout.
+  // before a tile's mainloop; load_b writes this core's layout; kUniformLoop (see
+  // warpgroup_index).
   template <class Problem>
   static __device__ __forceinline__ void run(u32* smem_raw, const Problem& prob) {
     const u32 raw_addr = ptx::smem_addr(smem_raw);
@@ -173,7 +184,7 @@ struct GemmSm90a {
     const u32 smem_base = raw_addr + pad;
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int wg = warp >> 2;
+    const int wg = Problem::kUniformLoop ? warpgroup_index() : warp >> 2;
     const int wg_m = wg / kWgN, wg_n = wg % kWgN;
     const int g = lane >> 2, tig = lane & 3;
     const int tiles_m = (prob.a_rows + T::kBM - 1) / T::kBM;
@@ -203,8 +214,9 @@ struct GemmSm90a {
 
     // Descriptors of this warpgroup's slices in slot 0 at K step 0; other slots, planes and
     // K steps add their byte offset / 16 to the start address field.
-    const u64 desc_a = ptx::wgmma_desc(smem_base + wg_m * 64 * kRowBytes, 16, 8 * kRowBytes, kSwizzle);
-    const u64 desc_b = ptx::wgmma_desc(smem_base + kRowsA * kRowBytes + wg_n * kWN * kRowBytes, 16, 8 * kRowBytes, kSwizzle);
+    const ptx::WgmmaDesc desc_a = ptx::wgmma_desc(smem_base + wg_m * 64 * kRowBytes, 16, 8 * kRowBytes, kSwizzle);
+    const ptx::WgmmaDesc desc_b =
+        ptx::wgmma_desc(smem_base + kRowsA * kRowBytes + wg_n * kWN * kRowBytes, 16, 8 * kRowBytes, kSwizzle);
 
     i32 acc[T::kGroups][kMI][kNI][4];
     zero_acc(acc);
@@ -229,10 +241,10 @@ struct GemmSm90a {
           if (i + kAhead < steps) load_next((i + kAhead) % T::kStages);
           ptx::cp_async_commit();
         }
-        const u64 slot = static_cast<u64>((i % T::kStages) * (kStageBytes >> 4));
+        const u32 slot = static_cast<u32>((i % T::kStages) * (kStageBytes >> 4));
         fence_acc(acc);
         ptx::wgmma_fence();
-        mma_step(acc, desc_a + slot, desc_b + slot, kt > 0);
+        mma_step(acc, {desc_a.lo + slot, desc_a.hi}, {desc_b.lo + slot, desc_b.hi}, kt > 0);
         ptx::wgmma_commit();
         fence_acc(acc);
         if constexpr (!kOneBarrier) {

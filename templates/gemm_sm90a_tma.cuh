@@ -136,11 +136,11 @@ struct GemmSm90aTma {
   static __device__ __forceinline__ void consume(u32 smem_base, u32 full0, u32 empty0, const Patches& patches,
                                                  int ktiles, int rm, int rn, const Problem& prob) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int wg = warp >> 2;
+    const int wg = warp >> 2;  // not GemmSm90a::warpgroup_index: 2-5% slower here (session 12, device call 3)
     const int wg_m = wg / Base::kWgN, wg_n = wg % Base::kWgN;
     const int g = lane >> 2, tig = lane & 3;
-    const u64 desc_a = ptx::wgmma_desc(smem_base + wg_m * 64 * kRowBytes, 16, 8 * kRowBytes, Base::kSwizzle);
-    const u64 desc_b =
+    const ptx::WgmmaDesc desc_a = ptx::wgmma_desc(smem_base + wg_m * 64 * kRowBytes, 16, 8 * kRowBytes, Base::kSwizzle);
+    const ptx::WgmmaDesc desc_b =
         ptx::wgmma_desc(smem_base + Base::kRowsA * kRowBytes + wg_n * Base::kWN * kRowBytes, 16, 8 * kRowBytes, Base::kSwizzle);
     // This warp's arrival on a slot's empty barrier in each peer: lane j < kCN arrives at
     // patch-row block j, lane kCN + i at the other blocks of the patch column.
@@ -156,10 +156,10 @@ struct GemmSm90aTma {
       for (int kt = 0; kt < ktiles; ++kt, ++i) {
         const int slot = i % T::kStages;
         ptx::mbar_wait(full0 + slot * 8, (i / T::kStages) & 1);
-        const u64 off = static_cast<u64>(slot * (kStageBytes >> 4));
+        const u32 off = static_cast<u32>(slot * (kStageBytes >> 4));
         Base::fence_acc(acc);
         ptx::wgmma_fence();
-        Base::mma_step(acc, desc_a + off, desc_b + off, kt > 0);
+        Base::mma_step(acc, {desc_a.lo + off, desc_a.hi}, {desc_b.lo + off, desc_b.hi}, kt > 0);
         ptx::wgmma_commit();
         Base::fence_acc(acc);
         ptx::wgmma_wait<1>();  // the previous step's wgmmas are done: its slot may be refilled

@@ -20,11 +20,19 @@ __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepco
 // Generic-proxy writes (cp.async, st.shared) become visible to the async proxy (wgmma).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-// Shared-memory matrix descriptor: start address, leading/stride byte offsets (16-byte
-// units), swizzle mode in bits 62-63 (1: 128B, 2: 64B, 3: 32B).
-__device__ __forceinline__ u64 wgmma_desc(u32 saddr, u32 lbo_bytes, u32 sbo_bytes, u64 swizzle) {
-  return static_cast<u64>((saddr >> 4) & 0x3FFF) | (static_cast<u64>((lbo_bytes >> 4) & 0x3FFF) << 16) |
-         (static_cast<u64>((sbo_bytes >> 4) & 0x3FFF) << 32) | (swizzle << 62);
+// Shared-memory matrix descriptor, as its two 32-bit words: the low word holds the start
+// address (bits 0-13, 16-byte units) and the leading byte offset (bits 16-29); the high word
+// the stride byte offset (bits 0-13) and the swizzle mode (bits 30-31: 1 128B, 2 64B, 3 32B).
+// Moving a descriptor through a tile adds (byte offset / 16) to the low word only: a
+// shared-memory address divided by 16 is below 2^14, so the start field never carries. A 64-bit
+// add per wgmma cost about 10 instructions of carries, moves and register-to-uniform copies
+// (session 12, device call 1: the copies to uniform registers alone were 10% of the issued
+// instructions of a 1024x4096x4096 GEMM).
+struct WgmmaDesc {
+  u32 lo, hi;
+};
+__device__ __forceinline__ WgmmaDesc wgmma_desc(u32 saddr, u32 lbo_bytes, u32 sbo_bytes, u32 swizzle) {
+  return {((saddr >> 4) & 0x3FFF) | (((lbo_bytes >> 4) & 0x3FFF) << 16), ((sbo_bytes >> 4) & 0x3FFF) | (swizzle << 30)};
 }
 
 // D(64 x N) = popc(A(64 x 256) & B(N x 256)) + (accumulate ? D : 0), A and B K-major in
@@ -36,73 +44,85 @@ struct WgmmaB1;
 
 template <>
 struct WgmmaB1<8> {
-  static __device__ __forceinline__ void mma(i32 (&d)[1][4], u64 desc_a, u64 desc_b, int accumulate) {
+  // a_lo, b_lo: the descriptors' low words; hi: their shared high word.
+  static __device__ __forceinline__ void mma(i32 (&d)[1][4], u32 a_lo, u32 b_lo, u32 hi, int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+        "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %7, 0;\n"
+        "mov.b64 da, {%4, %6};\nmov.b64 db, {%5, %6};\n"
         "wgmma.mma_async.sync.aligned.m64n8k256.s32.b1.b1.and.popc "
-        "{%0,%1,%2,%3}, %4, %5, p;\n}\n"
+        "{%0,%1,%2,%3}, da, db, p;\n}\n"
         : "+r"(d[0][0]), "+r"(d[0][1]), "+r"(d[0][2]), "+r"(d[0][3])
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+        : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
 };
 
 template <>
 struct WgmmaB1<16> {
-  static __device__ __forceinline__ void mma(i32 (&d)[2][4], u64 desc_a, u64 desc_b, int accumulate) {
+  // a_lo, b_lo: the descriptors' low words; hi: their shared high word.
+  static __device__ __forceinline__ void mma(i32 (&d)[2][4], u32 a_lo, u32 b_lo, u32 hi, int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %11, 0;\n"
+        "mov.b64 da, {%8, %10};\nmov.b64 db, {%9, %10};\n"
         "wgmma.mma_async.sync.aligned.m64n16k256.s32.b1.b1.and.popc "
-        "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p;\n}\n"
+        "{%0,%1,%2,%3,%4,%5,%6,%7}, da, db, p;\n}\n"
         : "+r"(d[0][0]), "+r"(d[0][1]), "+r"(d[0][2]), "+r"(d[0][3]), "+r"(d[1][0]), "+r"(d[1][1]), "+r"(d[1][2]), "+r"(d[1][3])
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+        : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
 };
 
 template <>
 struct WgmmaB1<32> {
-  static __device__ __forceinline__ void mma(i32 (&d)[4][4], u64 desc_a, u64 desc_b, int accumulate) {
+  // a_lo, b_lo: the descriptors' low words; hi: their shared high word.
+  static __device__ __forceinline__ void mma(i32 (&d)[4][4], u32 a_lo, u32 b_lo, u32 hi, int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %19, 0;\n"
+        "mov.b64 da, {%16, %18};\nmov.b64 db, {%17, %18};\n"
         "wgmma.mma_async.sync.aligned.m64n32k256.s32.b1.b1.and.popc "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p;\n}\n"
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, da, db, p;\n}\n"
         : "+r"(d[0][0]), "+r"(d[0][1]), "+r"(d[0][2]), "+r"(d[0][3]), "+r"(d[1][0]), "+r"(d[1][1]), "+r"(d[1][2]), "+r"(d[1][3]), "+r"(d[2][0]), "+r"(d[2][1]), "+r"(d[2][2]), "+r"(d[2][3]), "+r"(d[3][0]), "+r"(d[3][1]), "+r"(d[3][2]), "+r"(d[3][3])
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+        : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
 };
 
 template <>
 struct WgmmaB1<64> {
-  static __device__ __forceinline__ void mma(i32 (&d)[8][4], u64 desc_a, u64 desc_b, int accumulate) {
+  // a_lo, b_lo: the descriptors' low words; hi: their shared high word.
+  static __device__ __forceinline__ void mma(i32 (&d)[8][4], u32 a_lo, u32 b_lo, u32 hi, int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %35, 0;\n"
+        "mov.b64 da, {%32, %34};\nmov.b64 db, {%33, %34};\n"
         "wgmma.mma_async.sync.aligned.m64n64k256.s32.b1.b1.and.popc "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p;\n}\n"
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, da, db, p;\n}\n"
         : "+r"(d[0][0]), "+r"(d[0][1]), "+r"(d[0][2]), "+r"(d[0][3]), "+r"(d[1][0]), "+r"(d[1][1]), "+r"(d[1][2]), "+r"(d[1][3]), "+r"(d[2][0]), "+r"(d[2][1]), "+r"(d[2][2]), "+r"(d[2][3]), "+r"(d[3][0]), "+r"(d[3][1]), "+r"(d[3][2]), "+r"(d[3][3]), "+r"(d[4][0]), "+r"(d[4][1]), "+r"(d[4][2]), "+r"(d[4][3]), "+r"(d[5][0]), "+r"(d[5][1]), "+r"(d[5][2]), "+r"(d[5][3]), "+r"(d[6][0]), "+r"(d[6][1]), "+r"(d[6][2]), "+r"(d[6][3]), "+r"(d[7][0]), "+r"(d[7][1]), "+r"(d[7][2]), "+r"(d[7][3])
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+        : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
 };
 
 template <>
 struct WgmmaB1<128> {
-  static __device__ __forceinline__ void mma(i32 (&d)[16][4], u64 desc_a, u64 desc_b, int accumulate) {
+  // a_lo, b_lo: the descriptors' low words; hi: their shared high word.
+  static __device__ __forceinline__ void mma(i32 (&d)[16][4], u32 a_lo, u32 b_lo, u32 hi, int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %67, 0;\n"
+        "mov.b64 da, {%64, %66};\nmov.b64 db, {%65, %66};\n"
         "wgmma.mma_async.sync.aligned.m64n128k256.s32.b1.b1.and.popc "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p;\n}\n"
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, da, db, p;\n}\n"
         : "+r"(d[0][0]), "+r"(d[0][1]), "+r"(d[0][2]), "+r"(d[0][3]), "+r"(d[1][0]), "+r"(d[1][1]), "+r"(d[1][2]), "+r"(d[1][3]), "+r"(d[2][0]), "+r"(d[2][1]), "+r"(d[2][2]), "+r"(d[2][3]), "+r"(d[3][0]), "+r"(d[3][1]), "+r"(d[3][2]), "+r"(d[3][3]), "+r"(d[4][0]), "+r"(d[4][1]), "+r"(d[4][2]), "+r"(d[4][3]), "+r"(d[5][0]), "+r"(d[5][1]), "+r"(d[5][2]), "+r"(d[5][3]), "+r"(d[6][0]), "+r"(d[6][1]), "+r"(d[6][2]), "+r"(d[6][3]), "+r"(d[7][0]), "+r"(d[7][1]), "+r"(d[7][2]), "+r"(d[7][3]), "+r"(d[8][0]), "+r"(d[8][1]), "+r"(d[8][2]), "+r"(d[8][3]), "+r"(d[9][0]), "+r"(d[9][1]), "+r"(d[9][2]), "+r"(d[9][3]), "+r"(d[10][0]), "+r"(d[10][1]), "+r"(d[10][2]), "+r"(d[10][3]), "+r"(d[11][0]), "+r"(d[11][1]), "+r"(d[11][2]), "+r"(d[11][3]), "+r"(d[12][0]), "+r"(d[12][1]), "+r"(d[12][2]), "+r"(d[12][3]), "+r"(d[13][0]), "+r"(d[13][1]), "+r"(d[13][2]), "+r"(d[13][3]), "+r"(d[14][0]), "+r"(d[14][1]), "+r"(d[14][2]), "+r"(d[14][3]), "+r"(d[15][0]), "+r"(d[15][1]), "+r"(d[15][2]), "+r"(d[15][3])
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+        : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
 };
 
 template <>
 struct WgmmaB1<256> {
-  static __device__ __forceinline__ void mma(i32 (&d)[32][4], u64 desc_a, u64 desc_b, int accumulate) {
+  // a_lo, b_lo: the descriptors' low words; hi: their shared high word.
+  static __device__ __forceinline__ void mma(i32 (&d)[32][4], u32 a_lo, u32 b_lo, u32 hi, int accumulate) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %131, 0;\n"
+        "mov.b64 da, {%128, %130};\nmov.b64 db, {%129, %130};\n"
         "wgmma.mma_async.sync.aligned.m64n256k256.s32.b1.b1.and.popc "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p;\n}\n"
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, da, db, p;\n}\n"
         : "+r"(d[0][0]), "+r"(d[0][1]), "+r"(d[0][2]), "+r"(d[0][3]), "+r"(d[1][0]), "+r"(d[1][1]), "+r"(d[1][2]), "+r"(d[1][3]), "+r"(d[2][0]), "+r"(d[2][1]), "+r"(d[2][2]), "+r"(d[2][3]), "+r"(d[3][0]), "+r"(d[3][1]), "+r"(d[3][2]), "+r"(d[3][3]), "+r"(d[4][0]), "+r"(d[4][1]), "+r"(d[4][2]), "+r"(d[4][3]), "+r"(d[5][0]), "+r"(d[5][1]), "+r"(d[5][2]), "+r"(d[5][3]), "+r"(d[6][0]), "+r"(d[6][1]), "+r"(d[6][2]), "+r"(d[6][3]), "+r"(d[7][0]), "+r"(d[7][1]), "+r"(d[7][2]), "+r"(d[7][3]), "+r"(d[8][0]), "+r"(d[8][1]), "+r"(d[8][2]), "+r"(d[8][3]), "+r"(d[9][0]), "+r"(d[9][1]), "+r"(d[9][2]), "+r"(d[9][3]), "+r"(d[10][0]), "+r"(d[10][1]), "+r"(d[10][2]), "+r"(d[10][3]), "+r"(d[11][0]), "+r"(d[11][1]), "+r"(d[11][2]), "+r"(d[11][3]), "+r"(d[12][0]), "+r"(d[12][1]), "+r"(d[12][2]), "+r"(d[12][3]), "+r"(d[13][0]), "+r"(d[13][1]), "+r"(d[13][2]), "+r"(d[13][3]), "+r"(d[14][0]), "+r"(d[14][1]), "+r"(d[14][2]), "+r"(d[14][3]), "+r"(d[15][0]), "+r"(d[15][1]), "+r"(d[15][2]), "+r"(d[15][3]), "+r"(d[16][0]), "+r"(d[16][1]), "+r"(d[16][2]), "+r"(d[16][3]), "+r"(d[17][0]), "+r"(d[17][1]), "+r"(d[17][2]), "+r"(d[17][3]), "+r"(d[18][0]), "+r"(d[18][1]), "+r"(d[18][2]), "+r"(d[18][3]), "+r"(d[19][0]), "+r"(d[19][1]), "+r"(d[19][2]), "+r"(d[19][3]), "+r"(d[20][0]), "+r"(d[20][1]), "+r"(d[20][2]), "+r"(d[20][3]), "+r"(d[21][0]), "+r"(d[21][1]), "+r"(d[21][2]), "+r"(d[21][3]), "+r"(d[22][0]), "+r"(d[22][1]), "+r"(d[22][2]), "+r"(d[22][3]), "+r"(d[23][0]), "+r"(d[23][1]), "+r"(d[23][2]), "+r"(d[23][3]), "+r"(d[24][0]), "+r"(d[24][1]), "+r"(d[24][2]), "+r"(d[24][3]), "+r"(d[25][0]), "+r"(d[25][1]), "+r"(d[25][2]), "+r"(d[25][3]), "+r"(d[26][0]), "+r"(d[26][1]), "+r"(d[26][2]), "+r"(d[26][3]), "+r"(d[27][0]), "+r"(d[27][1]), "+r"(d[27][2]), "+r"(d[27][3]), "+r"(d[28][0]), "+r"(d[28][1]), "+r"(d[28][2]), "+r"(d[28][3]), "+r"(d[29][0]), "+r"(d[29][1]), "+r"(d[29][2]), "+r"(d[29][3]), "+r"(d[30][0]), "+r"(d[30][1]), "+r"(d[30][2]), "+r"(d[30][3]), "+r"(d[31][0]), "+r"(d[31][1]), "+r"(d[31][2]), "+r"(d[31][3])
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+        : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
 };
 
