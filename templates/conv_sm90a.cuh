@@ -103,12 +103,27 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
     Final* y = static_cast<Final*>(this->epi.out);
     const int HoWo = this->Ho * this->Wo;
     constexpr int kThreads = GemmSm90a<T>::kThreads;
-    constexpr int kElems = T::kBM * T::kBN;
-    for (int e = static_cast<int>(threadIdx.x); e < kElems; e += kThreads) {
-      const int r = e / T::kBN, c = e % T::kBN;
-      const int o = m0 + r, out = table[c].out;
+    if constexpr (kThreads % T::kBN == 0) {
+      // Each thread keeps one column (its output pixel read once) and walks the rows kRowStep
+      // apart: a load, a store and a pointer step an element. Re-deriving row, column and
+      // pixel for every element took 19 instructions each, the largest part of the 7x7
+      // convs' tiles (session 12, device call 1).
+      constexpr int kRowStep = kThreads / T::kBN;
+      const int c = static_cast<int>(threadIdx.x) % T::kBN, r0 = static_cast<int>(threadIdx.x) / T::kBN;
+      const int out = table[c].out, rows = min(T::kBM, O - m0);
+      if (out < 0) return;
       // Output indexes are int32: every one is below 2^31 (conv_runner.cpp checks N*O*Ho*Wo).
-      if (o < O && out >= 0) y[o * HoWo + out] = st[r * kRowLd + c];
+      Final* dst = y + ((m0 + r0) * HoWo + out);
+      const Final* src = st + (r0 * kRowLd + c);
+#pragma unroll 4
+      for (int r = r0; r < rows; r += kRowStep, dst += kRowStep * HoWo, src += kRowStep * kRowLd) *dst = *src;
+    } else {
+      constexpr int kElems = T::kBM * T::kBN;
+      for (int e = static_cast<int>(threadIdx.x); e < kElems; e += kThreads) {
+        const int r = e / T::kBN, c = e % T::kBN;
+        const int o = m0 + r, out = table[c].out;
+        if (o < O && out >= 0) y[o * HoWo + out] = st[r * kRowLd + c];
+      }
     }
   }
 
