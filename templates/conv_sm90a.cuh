@@ -103,27 +103,22 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
     Final* y = static_cast<Final*>(this->epi.out);
     const int HoWo = this->Ho * this->Wo;
     constexpr int kThreads = GemmSm90a<T>::kThreads;
-    if constexpr (kThreads % T::kBN == 0) {
-      // Each thread keeps one column (its output pixel read once) and walks the rows kRowStep
-      // apart: a load, a store and a pointer step an element. Re-deriving row, column and
-      // pixel for every element took 19 instructions each, the largest part of the 7x7
-      // convs' tiles (session 12, device call 1).
-      constexpr int kRowStep = kThreads / T::kBN;
-      const int c = static_cast<int>(threadIdx.x) % T::kBN, r0 = static_cast<int>(threadIdx.x) / T::kBN;
-      const int out = table[c].out, rows = min(T::kBM, O - m0);
-      if (out < 0) return;
+    // Each thread keeps its columns (their output pixels read once) and walks their rows
+    // kRowStep apart: a load, a store and a pointer step an element. Re-deriving row, column
+    // and pixel for every element took 19 instructions each, the largest part of the 7x7
+    // convs' tiles (session 12, device call 1). kBN and kThreads are powers of two.
+    constexpr int kRowStep = kThreads >= T::kBN ? kThreads / T::kBN : 1;
+    constexpr int kColStep = kThreads >= T::kBN ? T::kBN : kThreads;
+    static_assert(kThreads % T::kBN == 0 || T::kBN % kThreads == 0, "columns split evenly over the threads");
+    const int r0 = static_cast<int>(threadIdx.x) / kColStep, rows = min(T::kBM, O - m0);
+    for (int c = static_cast<int>(threadIdx.x) % kColStep; c < T::kBN; c += kColStep) {
+      const int out = table[c].out;
+      if (out < 0) continue;
       // Output indexes are int32: every one is below 2^31 (conv_runner.cpp checks N*O*Ho*Wo).
       Final* dst = y + ((m0 + r0) * HoWo + out);
       const Final* src = st + (r0 * kRowLd + c);
 #pragma unroll 4
       for (int r = r0; r < rows; r += kRowStep, dst += kRowStep * HoWo, src += kRowStep * kRowLd) *dst = *src;
-    } else {
-      constexpr int kElems = T::kBM * T::kBN;
-      for (int e = static_cast<int>(threadIdx.x); e < kElems; e += kThreads) {
-        const int r = e / T::kBN, c = e % T::kBN;
-        const int o = m0 + r, out = table[c].out;
-        if (o < O && out >= 0) y[o * HoWo + out] = st[r * kRowLd + c];
-      }
     }
   }
 
