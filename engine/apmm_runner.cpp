@@ -130,6 +130,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     d.grid_x = static_cast<unsigned>(t.cluster);
     const int64_t resident = std::max(1, kernel_->module->max_active_clusters(kApmmKernel, d));
     d.grid_x = static_cast<unsigned>(t.cluster * std::min(patches, resident));
+    d.early_start = true;  // the kernel waits for the previous one before touching memory (gemm_sm90a_tma.cuh)
     return d;
   }
   if (wgmma) {

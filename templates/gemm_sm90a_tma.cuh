@@ -122,6 +122,9 @@ struct GemmSm90aTma {
       ptx::fence_mbar_init();
     }
     ptx::cluster_sync();  // the peers' barriers exist before any copy or arrival reaches them
+    // Launched with early_start (apmm_runner.cpp): the launch, the barrier setup and the
+    // cluster's first sync overlap the previous kernel's end; global memory only after this.
+    ptx::grid_dependency_wait();
 
     if (warp == kConsumerWarps) {
       if (lane == 0 && ktiles > 0) produce(smem_base, full0, empty0, wmap, xmap, patches, ktiles, rm, rn);
@@ -165,6 +168,9 @@ struct GemmSm90aTma {
         ptx::wgmma_wait<1>();  // the previous step's wgmmas are done: its slot may be refilled
         if (kt > 0) release((i - 1) % T::kStages);
       }
+      // As on the cp.async core (gemm_sm90a.cuh): the stream's next kernel may start
+      // launching once every block is past its first mainloop.
+      if (i == ktiles) ptx::allow_dependent_launch();
       ptx::wgmma_wait<0>();
       Base::fence_acc(acc);
       const int slot = (i - 1) % T::kStages;
