@@ -24,6 +24,16 @@ __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sy
 __device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;\\n" ::: "memory"); }
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\\n" ::: "memory"); }
 
+// Four 8x8 matrices of 16-bit elements (here: 8 rows of 128 bits each) from shared memory:
+// lane l gives the address of row l%8 of matrix l/8; lane l receives word l%4 of row l/4
+// of each matrix.
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 saddr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(saddr)
+               : "memory");
+}
+
 // Generic-proxy writes (cp.async, st.shared) become visible to the async proxy (wgmma).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory"); }
 
@@ -43,7 +53,7 @@ __device__ __forceinline__ WgmmaDesc wgmma_desc(u32 saddr, u32 lbo_bytes, u32 sb
 }
 
 // D(64 x N) = popc(A(64 x 256) & B(N x 256)) + (accumulate ? D : 0), A and B K-major in
-// shared memory. D is the
+// shared memory (or A in registers, the second form). D is the
 // warpgroup's accumulator fragment: per 8-column chunk i, d[i][0..3] = (g, 2t), (g, 2t+1),
 // (g+8, 2t), (g+8, 2t+1) of the warp's 16 rows (g = lane/4, t = lane%4).
 template <int N>
@@ -67,6 +77,17 @@ struct WgmmaB1<{n}> {{
         "{{{regs}}}, da, db, p;\\n}}\\n"
         : {outs}
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
+  }}
+  // A from registers: a[0..3] is the warp's 16 rows x 256 bits as mma.sync m16n8k256 holds
+  // them (rows g, g+8; bits 32t.. and 128+32t..); b_lo, hi: B's descriptor words.
+  static __device__ __forceinline__ void mma(i32 (&d)[{n // 8}][4], const u32 (&a)[4], u32 b_lo, u32 hi, int accumulate) {{
+    asm volatile(
+        "{{\\n.reg .pred p;\\n.reg .b64 db;\\nsetp.ne.b32 p, %{r + 6}, 0;\\n"
+        "mov.b64 db, {{%{r + 4}, %{r + 5}}};\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k256.s32.b1.b1.and.popc "
+        "{{{regs}}}, {{%{r}, %{r + 1}, %{r + 2}, %{r + 3}}}, db, p;\\n}}\\n"
+        : {outs}
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b_lo), "r"(hi), "r"(accumulate));
   }}
 }};
 ''')

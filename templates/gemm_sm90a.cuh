@@ -130,6 +130,58 @@ struct GemmSm90a {
         }
   }
 
+  // The register-A form: the warp's A fragments, its 16 rows (from row0 of each W plane) as
+  // four 32-bit words per 256-bit K slice, read once with ldmatrix and used by every X
+  // plane's wgmma, where from shared memory each wgmma reads its A tile again. Narrow wgmmas
+  // read more A per MMA: at 16 and 32 columns (w4a4's and w2a4's untuned TMA tiles) the A
+  // reads and the copies' writes exceed what shared memory delivers a cycle. kASlices K
+  // slices load at a time (at most kARegs registers), each group after the warpgroup's
+  // previous wgmmas are done. Same-call bench (session 13, device call 3): w4a4 1.19-1.22x,
+  // w2a4 1.04-1.07x; at 64 columns and more the waits cost more than the reads (w2a2 128x64
+  // 0.86-0.90x, w1a2 128x128 0.99x; with 16 registers a group, which spilled, 0.73x).
+  static constexpr bool kRegA = T::kXBits > 1 && kWN <= 32;
+  static constexpr int kARegs = 8;
+  static constexpr int kASlices = 4 * T::kWBits >= kARegs ? 1 : (kARegs / (4 * T::kWBits) < kKSteps ? kARegs / (4 * T::kWBits) : kKSteps);
+  static_assert(kKSteps % kASlices == 0, "whole groups of K slices");
+  using AFrags = u32[T::kWBits][kASlices][4];
+  // Slices ks0 .. ks0 + kASlices - 1 of the stage whose W tile starts at a_tile.
+  static __device__ __forceinline__ void load_a(AFrags& a, u32 a_tile, int row0, int ks0, int lane) {
+    const int m = lane >> 3;  // lane's matrix: rows +0/+8 (bit 0), 16-byte chunk +0/+1 (bit 1)
+    const int row = row0 + (m & 1) * 8 + (lane & 7);
+#pragma unroll
+    for (int s = 0; s < T::kWBits; ++s)
+#pragma unroll
+      for (int j = 0; j < kASlices; ++j)
+        ptx::ldmatrix_x4(a[s][j], a_tile + swz(s * T::kBM + row, 2 * (ks0 + j) + (m >> 1)));
+  }
+  // Keeps the A fragments' registers as they are until this point (a wgmma reading them may
+  // still be in flight before it).
+  static __device__ __forceinline__ void fence_a(AFrags& a) {
+#pragma unroll
+    for (int s = 0; s < T::kWBits; ++s)
+#pragma unroll
+      for (int j = 0; j < kASlices; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[s][j][e])::"memory");
+  }
+  // mma_step's wgmmas of slices ks0 .. ks0 + kASlices - 1, A from registers.
+  static __device__ __forceinline__ void mma_slices_rs(i32 (&acc)[T::kGroups][kMI][kNI][4], const AFrags& a,
+                                                       ptx::WgmmaDesc desc_b, int ks0, bool accumulate) {
+#pragma unroll
+    for (int j = 0; j < kASlices; ++j)
+#pragma unroll
+      for (int s = 0; s < T::kWBits; ++s)
+#pragma unroll
+        for (int t = 0; t < T::kXBits; ++t) {
+          const int ks = ks0 + j;
+          const u32 db = desc_b.lo + static_cast<u32>((t * T::kBN * kRowBytes + ks * 32) >> 4);
+#pragma unroll
+          for (int r = 0; r < T::repeat(s, t); ++r)
+            ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], a[s][j], db, desc_b.hi,
+                                   ks > 0 || r > 0 || !first_of_group(s, t) || accumulate);
+        }
+  }
+
   // The thread's warpgroup, broadcast from lane 0 so that the compiler knows it is the same
   // across the warp. Where the problem's hooks keep the (tile, K step) loop uniform too
   // (Problem::kUniformLoop), ptxas then holds every descriptor in uniform registers: 3

@@ -154,25 +154,47 @@ struct GemmSm90aTma {
 
     i32 acc[T::kGroups][1][Base::kNI][4];
     Base::zero_acc(acc);
+    typename Base::AFrags a;  // Base::kRegA: this step's A fragments
+    const int a_row0 = wg_m * 64 + (warp & 3) * 16;
     int i = 0;
     for (int u = blockIdx.x / kCluster; u < patches.count; u += gridDim.x / kCluster) {
       for (int kt = 0; kt < ktiles; ++kt, ++i) {
         const int slot = i % T::kStages;
         ptx::mbar_wait(full0 + slot * 8, (i / T::kStages) & 1);
         const u32 off = static_cast<u32>(slot * (kStageBytes >> 4));
-        Base::fence_acc(acc);
-        ptx::wgmma_fence();
-        Base::mma_step(acc, {desc_a.lo + off, desc_a.hi}, {desc_b.lo + off, desc_b.hi}, kt > 0);
-        ptx::wgmma_commit();
-        Base::fence_acc(acc);
-        ptx::wgmma_wait<1>();  // the previous step's wgmmas are done: its slot may be refilled
-        if (kt > 0) release((i - 1) % T::kStages);
+        if constexpr (Base::kRegA) {
+          // Per group of K slices: the warpgroup's previous wgmmas are done (their A registers
+          // may be overwritten; at a step's first group, the previous step's slot refilled)
+          // before the group's fragments load. The other warpgroup's wgmmas keep the tensor
+          // cores busy meanwhile.
+#pragma unroll
+          for (int ks0 = 0; ks0 < Base::kKSteps; ks0 += Base::kASlices) {
+            ptx::wgmma_wait<0>();
+            Base::fence_acc(acc);
+            Base::fence_a(a);
+            if (ks0 == 0 && kt > 0) release((i - 1) % T::kStages);
+            Base::load_a(a, smem_base + slot * kStageBytes, a_row0, ks0, lane);
+            ptx::wgmma_fence();
+            Base::mma_slices_rs(acc, a, {desc_b.lo + off, desc_b.hi}, ks0, kt > 0);
+            ptx::wgmma_commit();
+            Base::fence_acc(acc);
+          }
+        } else {
+          Base::fence_acc(acc);
+          ptx::wgmma_fence();
+          Base::mma_step(acc, {desc_a.lo + off, desc_a.hi}, {desc_b.lo + off, desc_b.hi}, kt > 0);
+          ptx::wgmma_commit();
+          Base::fence_acc(acc);
+          ptx::wgmma_wait<1>();  // the previous step's wgmmas are done: its slot may be refilled
+          if (kt > 0) release((i - 1) % T::kStages);
+        }
       }
       // As on the cp.async core (gemm_sm90a.cuh): the stream's next kernel may start
       // launching once every block is past its first mainloop.
       if (i == ktiles) ptx::allow_dependent_launch();
       ptx::wgmma_wait<0>();
       Base::fence_acc(acc);
+      if constexpr (Base::kRegA) Base::fence_a(a);
       const int slot = (i - 1) % T::kStages;
       const int m_base = patches.m0(u, rm) + wg_m * 64 + (warp & 3) * 16, n_base = patches.n0(u, rn) + wg_n * Base::kWN;
       if constexpr (T::kOutputStagingBytes > 0) {
