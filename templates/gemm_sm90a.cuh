@@ -20,7 +20,8 @@
 // stages, step i waits for its slot and for its warpgroup's step i-2 wgmmas (wait_group 1),
 // passes one block barrier, refills step i-2's slot with step i+kStages-2, and issues all
 // p*q plane-pair wgmmas of its slot: two steps of wgmmas may be in flight while the copies
-// of kStages-2 steps fly. A second barrier a step was 16% of the N=1 convs' stall samples
+// of kStages-2 steps fly (wgmmas of 32 columns or fewer take A from registers: kRegA).
+// A second barrier a step was 16% of the N=1 convs' stall samples
 // (session 7, call 3). With 2 stages: issue, wait for step i-1, barrier, refill. APMM
 // launches a persistent grid (at most a wave of blocks), whose successive tiles form one
 // pipeline; APConv does where rules::conv_persistent says so, else one block per tile
@@ -136,9 +137,11 @@ struct GemmSm90a {
   // read more A per MMA: at 16 and 32 columns (w4a4's and w2a4's untuned TMA tiles) the A
   // reads and the copies' writes exceed what shared memory delivers a cycle. kASlices K
   // slices load at a time (at most kARegs registers), each group after the warpgroup's
-  // previous wgmmas are done. Same-call bench (session 13, device call 3): w4a4 1.19-1.22x,
-  // w2a4 1.04-1.07x; at 64 columns and more the waits cost more than the reads (w2a2 128x64
-  // 0.86-0.90x, w1a2 128x128 0.99x; with 16 registers a group, which spilled, 0.73x).
+  // previous wgmmas are done. Same-call bench (session 13): on the TMA core (device call 3)
+  // w4a4 1.19-1.22x, w2a4 1.04-1.07x; on this core (call 5) w8a8's 128x8 GEMM tiles
+  // 1.16-1.21x and w2a8's 64x32 4x2 conv tiles 1.03-1.21x at batch 128. At 64 columns and
+  // more the waits cost more than the reads (w2a2 128x64 0.86-0.90x, w1a2 128x128 0.99x;
+  // with 16 registers a group, which spilled, 0.73x).
   static constexpr bool kRegA = T::kXBits > 1 && kWN <= 32;
   static constexpr int kARegs = 8;
   static constexpr int kASlices = 4 * T::kWBits >= kARegs ? 1 : (kARegs / (4 * T::kWBits) < kKSteps ? kARegs / (4 * T::kWBits) : kKSteps);
@@ -272,6 +275,8 @@ struct GemmSm90a {
 
     i32 acc[T::kGroups][kMI][kNI][4];
     zero_acc(acc);
+    AFrags a;  // kRegA: the current group of K slices' A fragments
+    const int a_row0 = wg_m * 64 + (warp & 3) * 16;
 
     prob.prefetch_tile(ld_tm, ld_tn);  // loads whose latency should overlap the first copies'
 #pragma unroll
@@ -294,10 +299,25 @@ struct GemmSm90a {
           ptx::cp_async_commit();
         }
         const u32 slot = static_cast<u32>((i % T::kStages) * (kStageBytes >> 4));
-        fence_acc(acc);
-        ptx::wgmma_fence();
-        mma_step(acc, {desc_a.lo + slot, desc_a.hi}, {desc_b.lo + slot, desc_b.hi}, kt > 0);
-        ptx::wgmma_commit();
+        if constexpr (kRegA) {
+          // As the TMA core (gemm_sm90a_tma.cuh): each group of K slices after the
+          // warpgroup's previous wgmmas, which read the A registers, are done.
+#pragma unroll
+          for (int ks0 = 0; ks0 < kKSteps; ks0 += kASlices) {
+            ptx::wgmma_wait<0>();
+            fence_acc(acc);
+            fence_a(a);
+            load_a(a, smem_base + (i % T::kStages) * kStageBytes, a_row0, ks0, lane);
+            ptx::wgmma_fence();
+            mma_slices_rs(acc, a, {desc_b.lo + slot, desc_b.hi}, ks0, kt > 0);
+            ptx::wgmma_commit();
+          }
+        } else {
+          fence_acc(acc);
+          ptx::wgmma_fence();
+          mma_step(acc, {desc_a.lo + slot, desc_a.hi}, {desc_b.lo + slot, desc_b.hi}, kt > 0);
+          ptx::wgmma_commit();
+        }
         fence_acc(acc);
         if constexpr (!kOneBarrier) {
           ptx::wgmma_wait<1>();  // this warpgroup's step i-1 is done
@@ -314,6 +334,7 @@ struct GemmSm90a {
       // Store the tile while the next tile's first stages load.
       ptx::wgmma_wait<0>();
       fence_acc(acc);
+      if constexpr (kRegA) fence_a(a);
       int tm = 0, tn = 0;
       prob.split_tile(tile, tiles_m, tm, tn);
       const int m_base = tm * T::kBM + wg_m * 64 + (warp & 3) * 16;
