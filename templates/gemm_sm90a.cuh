@@ -20,7 +20,8 @@
 // stages, step i waits for its slot and for its warpgroup's step i-2 wgmmas (wait_group 1),
 // passes one block barrier, refills step i-2's slot with step i+kStages-2, and issues all
 // p*q plane-pair wgmmas of its slot: two steps of wgmmas may be in flight while the copies
-// of kStages-2 steps fly (wgmmas of 32 columns or fewer take A from registers: kRegA).
+// of kStages-2 steps fly. Where the wgmmas take A from registers (kRegA: 32 columns or fewer,
+// several X planes) one group of K slices is in flight per warpgroup instead.
 // A second barrier a step was 16% of the N=1 convs' stall samples
 // (session 7, call 3). With 2 stages: issue, wait for step i-1, barrier, refill. APMM
 // launches a persistent grid (at most a wave of blocks), whose successive tiles form one
@@ -134,10 +135,10 @@ struct GemmSm90a {
   // The register-A form: the warp's A fragments, its 16 rows (from row0 of each W plane) as
   // four 32-bit words per 256-bit K slice, read once with ldmatrix and used by every X
   // plane's wgmma, where from shared memory each wgmma reads its A tile again. Narrow wgmmas
-  // read more A per MMA: at 16 and 32 columns (w4a4's and w2a4's untuned TMA tiles) the A
-  // reads and the copies' writes exceed what shared memory delivers a cycle. kASlices K
-  // slices load at a time (at most kARegs registers), each group after the warpgroup's
-  // previous wgmmas are done. Same-call bench (session 13): on the TMA core (device call 3)
+  // read more A per MMA: at 8, 16 and 32 columns (w8a8's, w4a4's and w2a4's untuned tiles)
+  // the A reads and the copies' writes exceed what shared memory delivers a cycle. kASlices
+  // K slices load at a time (kARegs registers for w1 and w2, one slice of 4*p registers for
+  // wider weights), each group after the warpgroup's previous wgmmas are done. Same-call bench (session 13): on the TMA core (device call 3)
   // w4a4 1.19-1.22x, w2a4 1.04-1.07x; on this core (call 5) w8a8's 128x8 GEMM tiles
   // 1.16-1.21x and w2a8's 64x32 4x2 conv tiles 1.03-1.21x at batch 128. At 64 columns and
   // more the waits cost more than the reads (w2a2 128x64 0.86-0.90x, w1a2 128x128 0.99x;
@@ -326,8 +327,8 @@ struct GemmSm90a {
           ptx::cp_async_commit();
         }
       }
-      // The stream's next kernel may start launching once every block is past its first
-      // mainloop: its blocks then wait (grid_dependency_wait) through this epilogue rather
+      // The stream's next kernel may start launching once every block has a warp past its
+      // first mainloop (one thread's trigger counts for its block): its blocks then wait (grid_dependency_wait) through this epilogue rather
       // than through the whole kernel. Triggered at the kernel's start instead, the paper's
       // convs and FC layer were 8-25% slower (session 7, device call 8).
       if (n == 0) ptx::allow_dependent_launch();

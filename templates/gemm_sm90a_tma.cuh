@@ -154,7 +154,7 @@ struct GemmSm90aTma {
 
     i32 acc[T::kGroups][1][Base::kNI][4];
     Base::zero_acc(acc);
-    typename Base::AFrags a;  // Base::kRegA: this step's A fragments
+    typename Base::AFrags a;  // Base::kRegA: this group of K slices' A fragments
     const int a_row0 = wg_m * 64 + (warp & 3) * 16;
     int i = 0;
     for (int u = blockIdx.x / kCluster; u < patches.count; u += gridDim.x / kCluster) {
@@ -164,7 +164,7 @@ struct GemmSm90aTma {
         const u32 off = static_cast<u32>(slot * (kStageBytes >> 4));
         if constexpr (Base::kRegA) {
           // Per group of K slices: the warpgroup's previous wgmmas are done (their A registers
-          // may be overwritten; at a step's first group, the previous step's slot refilled)
+          // may be overwritten; at a step's first group, the previous step's slot is released)
           // before the group's fragments load. The other warpgroup's wgmmas keep the tensor
           // cores busy meanwhile.
 #pragma unroll
@@ -190,7 +190,7 @@ struct GemmSm90aTma {
         }
       }
       // As on the cp.async core (gemm_sm90a.cuh): the stream's next kernel may start
-      // launching once every block is past its first mainloop.
+      // launching once every block has a warp past its first mainloop.
       if (i == ktiles) ptx::allow_dependent_launch();
       ptx::wgmma_wait<0>();
       Base::fence_acc(acc);
