@@ -21,7 +21,7 @@
 // passes one block barrier, refills step i-2's slot with step i+kStages-2, and issues all
 // p*q plane-pair wgmmas of its slot: two steps of wgmmas may be in flight while the copies
 // of kStages-2 steps fly. Where the wgmmas take A from registers (kRegA: 32 columns or fewer,
-// several X planes) one group of K slices is in flight per warpgroup instead.
+// several X planes, 4 or more plane pairs) one group of K slices is in flight per warpgroup.
 // A second barrier a step was 16% of the N=1 convs' stall samples
 // (session 7, call 3). With 2 stages: issue, wait for step i-1, barrier, refill. APMM
 // launches a persistent grid (at most a wave of blocks), whose successive tiles form one
@@ -143,7 +143,10 @@ struct GemmSm90a {
   // 1.16-1.21x and w2a8's 64x32 4x2 conv tiles 1.03-1.21x at batch 128. At 64 columns and
   // more the waits cost more than the reads (w2a2 128x64 0.86-0.90x, w1a2 128x128 0.99x;
   // with 16 registers a group, which spilled, 0.73x).
-  static constexpr bool kRegA = T::kXBits > 1 && kWN <= 32;
+  // Only where a slice has at least 4 plane-pair wgmmas to cover a group's wait: w1a2's 128x32
+  // TMA tile (2 a slice) was 0.93-0.94x with the form and 1.07-1.12x back without it (session
+  // 13, device calls 3 and 12).
+  static constexpr bool kRegA = T::kXBits > 1 && T::kWBits * T::kXBits >= 4 && kWN <= 32;
   static constexpr int kARegs = 8;
   static constexpr int kASlices = 4 * T::kWBits >= kARegs ? 1 : (kARegs / (4 * T::kWBits) < kKSteps ? kARegs / (4 * T::kWBits) : kKSteps);
   static_assert(kKSteps % kASlices == 0, "whole groups of K slices");

@@ -197,8 +197,9 @@ TEST_CASE("compiler: the sm_90a wgmma core compiles for its tiles of every bit w
   KernelSpec tma_w = spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"pm1",
                                  "tile":{"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})");
   jobs.push_back({"TMA core, cluster sharing W", tma_w, "sm_90a", {}, {}, 0});
-  // wgmmas of 32 columns or fewer with several X planes take A from registers (kRegA): on
-  // the TMA core here, on the cp.async core in the w4a4 and w8a8 default tiles and conv1 above.
+  // wgmmas of 32 columns or fewer with several X planes and 4 or more plane pairs take A from
+  // registers (kRegA): on the TMA core here, on the cp.async core in the w4a4 and w8a8 default
+  // tiles and conv1 above.
   KernelSpec tma_rs = spec_of(R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
                                  "tile":{"bm":128,"bn":16,"bk":1024,"stages":3,"warps_m":8,"warps_n":1,"cluster":2}})");
   jobs.push_back({"TMA core, A from registers", tma_rs, "sm_90a", {}, {}, 0});
