@@ -138,14 +138,14 @@ struct GemmSm90a {
   // read more A per MMA: at 8, 16 and 32 columns (w8a8's, w4a4's and w2a4's untuned tiles)
   // the A reads and the copies' writes exceed what shared memory delivers a cycle. kASlices
   // K slices load at a time (kARegs registers for w1 and w2, one slice of 4*p registers for
-  // wider weights), each group after the warpgroup's previous wgmmas are done. Same-call bench (session 13): on the TMA core (device call 3)
-  // w4a4 1.19-1.22x, w2a4 1.04-1.07x; on this core (call 5) w8a8's 128x8 GEMM tiles
-  // 1.16-1.21x and w2a8's 64x32 4x2 conv tiles 1.03-1.21x at batch 128. At 64 columns and
-  // more the waits cost more than the reads (w2a2 128x64 0.86-0.90x, w1a2 128x128 0.99x;
-  // with 16 registers a group, which spilled, 0.73x).
-  // Only where a slice has at least 4 plane-pair wgmmas to cover a group's wait: w1a2's 128x32
-  // TMA tile (2 a slice) was 0.93-0.94x with the form and 1.07-1.12x back without it (session
-  // 13, device calls 3 and 12).
+  // wider weights), each group after the warpgroup's previous wgmmas are done.
+  // Same-call bench (session 13): on the TMA core (device call 3) w4a4 1.19-1.22x, w2a4
+  // 1.04-1.07x; on this core (call 5) w8a8's 128x8 GEMM tiles 1.16-1.21x and w2a8's 64x32 4x2
+  // conv tiles 1.03-1.21x at batch 128. At 64 columns and more the waits cost more than the
+  // reads (w2a2 128x64 0.86-0.90x, w1a2 128x128 0.99x; with 16 registers a group, which
+  // spilled, 0.73x). And only where a slice has at least 4 plane-pair wgmmas to cover a
+  // group's wait: w1a2's 128x32 TMA tile (2 a slice) was 0.93-0.94x with the form and
+  // 1.07-1.12x back without it (calls 3 and 12).
   static constexpr bool kRegA = T::kXBits > 1 && T::kWBits * T::kXBits >= 4 && kWN <= 32;
   static constexpr int kARegs = 8;
   static constexpr int kASlices = 4 * T::kWBits >= kARegs ? 1 : (kARegs / (4 * T::kWBits) < kKSteps ? kARegs / (4 * T::kWBits) : kKSteps);
@@ -305,7 +305,9 @@ struct GemmSm90a {
         const u32 slot = static_cast<u32>((i % T::kStages) * (kStageBytes >> 4));
         if constexpr (kRegA) {
           // As the TMA core (gemm_sm90a_tma.cuh): each group of K slices after the
-          // warpgroup's previous wgmmas, which read the A registers, are done.
+          // warpgroup's previous wgmmas, which read the A registers, are done. The two loops
+          // differ in the slot release; merged into one helper they compiled to different
+          // SASS (session 13), not measured, so they stay apart.
 #pragma unroll
           for (int ks0 = 0; ks0 < kKSteps; ks0 += kASlices) {
             ptx::wgmma_wait<0>();
@@ -331,8 +333,8 @@ struct GemmSm90a {
         }
       }
       // The stream's next kernel may start launching once every block has a warp past its
-      // first mainloop (one thread's trigger counts for its block): its blocks then wait (grid_dependency_wait) through this epilogue rather
-      // than through the whole kernel. Triggered at the kernel's start instead, the paper's
+      // first mainloop (one thread's trigger counts for its block): its blocks then wait
+      // (grid_dependency_wait) through this epilogue rather than through the whole kernel. Triggered at the kernel's start instead, the paper's
       // convs and FC layer were 8-25% slower (session 7, device call 8).
       if (n == 0) ptx::allow_dependent_launch();
       // Store the tile while the next tile's first stages load.
