@@ -35,6 +35,7 @@ struct Traits {{
   static constexpr int kClusterM = {cluster_m}, kClusterN = {cluster_n};  // TMA core: the cluster patch (gemm_sm90a_tma.cuh)
   static constexpr int kOutputStagingBytes = {output_staging};  // TMA core: whole-tile output staging
   static constexpr int kGroups = {groups};
+  static constexpr int kXStack = {xstack};  // X planes one wgmma covers (rules::wgmma_x_stack)
   static constexpr int kOffsetW = {offw}, kOffsetX = {offx};
   static constexpr int kKh = {kh}, kKw = {kw}, kSh = {sh}, kSw = {sw}, kPh = {ph}, kPw = {pw};
   __device__ static constexpr int group_of(int s, int t) {{
@@ -169,7 +170,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("threads_core", tma ? "GemmSm90aTma" : "GemmSm80"), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),
       fmt::arg("bm", t.bm), fmt::arg("bn", t.bn),
       fmt::arg("bk", t.bk), fmt::arg("wm", t.warps_m), fmt::arg("wn", t.warps_n), fmt::arg("stages", t.stages),
-      fmt::arg("groups", groups.weight.size()), fmt::arg("offw", spec.w.offset()), fmt::arg("offx", spec.x.offset()),
+      fmt::arg("groups", groups.weight.size()), fmt::arg("xstack", wgmma ? rules::wgmma_x_stack(t, spec.w, spec.x, groups) : 1), fmt::arg("offw", spec.w.offset()), fmt::arg("offx", spec.x.offset()),
       fmt::arg("kh", c.kh), fmt::arg("kw", c.kw), fmt::arg("sh", c.sh), fmt::arg("sw", c.sw), fmt::arg("ph", c.ph),
       fmt::arg("pw", c.pw), fmt::arg("group_table", fmt::join(table, ", ")), fmt::arg("repeat_table", fmt::join(repeats, ", ")),
       fmt::arg("group_weights", fmt::join(groups.weight, ", ")), fmt::arg("apmm", kApmmKernel),

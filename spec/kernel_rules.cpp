@@ -53,9 +53,40 @@ PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x) 
   return fewer && 2 * g.mmas() <= 3 * exact.mmas() ? g : exact;
 }
 
+PlaneGroups pair_groups(const OperandFormat& w, const OperandFormat& x) {
+  PlaneGroups g;
+  g.group_of.assign(w.bits, std::vector<int>(x.bits, 0));
+  g.repeat.assign(w.bits, std::vector<int>(x.bits, 1));
+  for (int s = 0; s < w.bits; ++s)
+    for (int t = 0; t < x.bits; ++t) {
+      g.group_of[s][t] = s * x.bits + t;
+      g.weight.push_back(w.plane_weight(s) * x.plane_weight(t));
+    }
+  return g;
+}
+
+static bool wgmma_has_n(int n) { return n == 8 || n == 16 || n == 24 || (n % 16 == 0 && n <= 256); }
+
+int wgmma_x_stack(const Tile& t, const OperandFormat& w, const OperandFormat& x, const PlaneGroups& g) {
+  if (t.warps_n != 1 || w.bits < 2) return 1;
+  for (int s = 0; s < w.bits; ++s)
+    for (int u = 0; u < x.bits; ++u)
+      if (g.group_of[s][u] != s * x.bits + u || g.repeat[s][u] != 1) return 1;
+  for (int d = x.bits; d > 1; --d)
+    if (x.bits % d == 0 && wgmma_has_n(d * t.bn)) return d;
+  return 1;
+}
+
 PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch) {
   const PlaneGroups exact = plane_groups(spec.w, spec.x);
-  if (spec.op != Op::Apconv || !spec.tile || !use_wgmma(spec, arch)) return exact;
+  if (!spec.tile || !use_wgmma(spec, arch)) return exact;
+  const Tile& t = *spec.tile;
+  if (spec.op == Op::Apmm) {
+    if (wgmma_x_stack(t, spec.w, spec.x, exact) > 1) return exact;
+    const PlaneGroups pairs = pair_groups(spec.w, spec.x);
+    const bool fits = accumulator_regs(t, static_cast<int>(pairs.weight.size())) <= accumulator_limit(block_threads(t));
+    return fits && wgmma_x_stack(t, spec.w, spec.x, pairs) > 1 ? pairs : exact;
+  }
   const PlaneGroups merged = merged_plane_groups(spec.w, spec.x);
   return conv_blocks_per_sm(spec, arch, merged) > conv_blocks_per_sm(spec, arch, exact) ? merged : exact;
 }

@@ -29,7 +29,24 @@ PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x);
 // latency-bound blocks need more than MMAs; plane_groups elsewhere (the GEMMs are bound by
 // their MMAs). Same-call bench (session 10, device call 6), where a layer's tiles still
 // filled their waves: w2a2 n128-56x56x64 146.6 -> 122.3 us, w1a2 n128-28x28x128 46.7 -> 42.6.
+//
+// The wgmma APMM core instead takes one set per plane pair (pair_groups) where that lets a
+// wgmma cover several X planes (wgmma_x_stack) and the accumulators still fit (w4a4's
+// 128x16 tile: 16 sets of 8 registers instead of 10).
 PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch);
+// One set per plane pair, in (s, t) order: set s*q + t, weight alpha_s*gamma_t.
+PlaneGroups pair_groups(const OperandFormat& w, const OperandFormat& x);
+// X planes that one wgmma of the sm_90a cores covers (gemm_sm90a.cuh, Traits::kXStack): a
+// warpgroup's columns of consecutive X planes lie bn rows apart in shared memory, so with
+// one warpgroup along N they form one B operand, and where pair (s, t) has set s*q + t the
+// sets form one accumulator. The largest divisor d of q whose wgmma N (d * bn) the
+// instruction has (8, 16, 24, then steps of 16 up to 256), for 2 or more W planes (each
+// its own accumulator chain), else 1. Same-call bench against unstacked wgmmas (session 14,
+// device calls 1-2): w2a8 1.10-1.65x, w4a4 1.03-1.39x, w2a4 1.06-1.30x, w2a2 1.00-1.05x.
+// With one W plane a K slice's wgmmas become one dependent chain, and the outcome was mixed:
+// w1a2 / w1a3 / w1a4 8192^3 1.02 / 1.05 / 1.02x, but 8192x2048x2048 w1a2 0.94x and w1a3 0.93x
+// (all X planes in one wgmma), and w1a4 two planes a wgmma 0.97-1.01x.
+int wgmma_x_stack(const Tile& t, const OperandFormat& w, const OperandFormat& x, const PlaneGroups& g);
 
 inline constexpr int kMaxAccumulatorRegs = 128;           // per thread, for blocks of <= 256 threads
 // A block of T threads gets at most 65536/T registers per thread (__launch_bounds__); keep

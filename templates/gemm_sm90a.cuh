@@ -20,8 +20,10 @@
 // stages, step i waits for its slot and for its warpgroup's step i-2 wgmmas (wait_group 1),
 // passes one block barrier, refills step i-2's slot with step i+kStages-2, and issues all
 // p*q plane-pair wgmmas of its slot: two steps of wgmmas may be in flight while the copies
-// of kStages-2 steps fly. Where the wgmmas take A from registers (kRegA: 32 columns or fewer,
-// several X planes, 4 or more plane pairs) one group of K slices is in flight per warpgroup.
+// of kStages-2 steps fly. With 2 or more W planes, one wgmma covers several X planes
+// (kStack). Where the wgmmas take A from registers (kRegA: 32 columns or fewer, several
+// wgmmas per W fragment, 4 or more wgmmas a slice) one group of K slices is in flight per
+// warpgroup.
 // A second barrier a step was 16% of the N=1 convs' stall samples
 // (session 7, call 3). With 2 stages: issue, wait for step i-1, barrier, refill. APMM
 // launches a persistent grid (at most a wave of blocks), whose successive tiles form one
@@ -102,6 +104,29 @@ struct GemmSm90a {
     return true;
   }
 
+  // X planes stacked into one wgmma (T::kXStack, chosen by rules::wgmma_x_stack). A
+  // warpgroup's columns of X plane t sit at rows t*kBN + wg_n*kWN of the stage; with one
+  // warpgroup along N, kStack consecutive planes form one B operand of kStack*kWN rows, and
+  // where pair (s, t) has set s*q + t, the sets of (s, t..t+kStack-1) are consecutive in acc:
+  // one D. One wide wgmma reads W plane s's A tile once where kStack narrow ones read it
+  // kStack times, and replaces kStack narrow wgmmas by one. Same-call bench (session 14,
+  // device call 2): 8192^3 w2a8 2344 -> 1421 us, w4a4 2469 -> 1939, w2a4 885 -> 711, w2a2
+  // 383 -> 372 (the rule and the rest: rules::wgmma_x_stack).
+  static constexpr int kStack = T::kXStack;
+  static __device__ constexpr bool stackable() {
+    for (int s = 0; s < T::kWBits; ++s)
+      for (int t = 0; t < T::kXBits; ++t)
+        if (T::group_of(s, t) != s * T::kXBits + t || T::repeat(s, t) != 1) return false;
+    return kWgN == 1 && T::kXBits % kStack == 0;
+  }
+  static constexpr int kMmaN = kStack * kWN;  // the wgmma's N
+  static_assert(kMmaN == 8 || kMmaN == 16 || kMmaN == 24 || (kMmaN % 16 == 0 && kMmaN <= 256), "wgmma N");
+  // Sets g .. g+kStack-1 as one wgmma's D (they are consecutive in acc).
+  static __device__ __forceinline__ i32 (&stacked(i32 (&acc)[T::kGroups][kMI][kNI][4], int g))[kStack * kNI][4] {
+    static_assert(kStack == 1 || stackable(), "kXStack needs one warpgroup along N and a set per plane pair");
+    return reinterpret_cast<i32(&)[kStack * kNI][4]>(acc[g][0]);
+  }
+
   static __device__ __forceinline__ void zero_acc(i32 (&acc)[T::kGroups][kMI][kNI][4]) {
 #pragma unroll
     for (int grp = 0; grp < T::kGroups; ++grp)
@@ -122,13 +147,13 @@ struct GemmSm90a {
 #pragma unroll
       for (int s = 0; s < T::kWBits; ++s)
 #pragma unroll
-        for (int t = 0; t < T::kXBits; ++t) {
+        for (int t = 0; t < T::kXBits; t += kStack) {
           const u32 da = desc_a.lo + static_cast<u32>((s * T::kBM * kRowBytes + ks * 32) >> 4);
           const u32 db = desc_b.lo + static_cast<u32>((t * T::kBN * kRowBytes + ks * 32) >> 4);
 #pragma unroll
           for (int r = 0; r < T::repeat(s, t); ++r)
-            ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], da, db, desc_a.hi,
-                                   ks > 0 || r > 0 || !first_of_group(s, t) || accumulate);
+            ptx::WgmmaB1<kMmaN>::mma(stacked(acc, T::group_of(s, t)), da, db, desc_a.hi,
+                                     ks > 0 || r > 0 || !first_of_group(s, t) || accumulate);
         }
   }
 
@@ -146,7 +171,9 @@ struct GemmSm90a {
   // spilled, 0.73x). And only where a slice has at least 4 plane-pair wgmmas to cover a
   // group's wait: w1a2's 128x32 TMA tile (2 a slice) was 0.93-0.94x with the form and
   // 1.07-1.12x back without it (calls 3 and 12).
-  static constexpr bool kRegA = T::kXBits > 1 && T::kWBits * T::kXBits >= 4 && kWN <= 32;
+  // All of this counts the wgmmas after stacking (kMmaN columns, kMmasPerA per W fragment).
+  static constexpr int kMmasPerA = T::kXBits / kStack;  // wgmmas that read one W fragment
+  static constexpr bool kRegA = kMmasPerA > 1 && T::kWBits * kMmasPerA >= 4 && kMmaN <= 32;
   static constexpr int kARegs = 8;
   static constexpr int kASlices = 4 * T::kWBits >= kARegs ? 1 : (kARegs / (4 * T::kWBits) < kKSteps ? kARegs / (4 * T::kWBits) : kKSteps);
   static_assert(kKSteps % kASlices == 0, "whole groups of K slices");
@@ -179,13 +206,13 @@ struct GemmSm90a {
 #pragma unroll
       for (int s = 0; s < T::kWBits; ++s)
 #pragma unroll
-        for (int t = 0; t < T::kXBits; ++t) {
+        for (int t = 0; t < T::kXBits; t += kStack) {
           const int ks = ks0 + j;
           const u32 db = desc_b.lo + static_cast<u32>((t * T::kBN * kRowBytes + ks * 32) >> 4);
 #pragma unroll
           for (int r = 0; r < T::repeat(s, t); ++r)
-            ptx::WgmmaB1<kWN>::mma(acc[T::group_of(s, t)][0], a[s][j], db, desc_b.hi,
-                                   ks > 0 || r > 0 || !first_of_group(s, t) || accumulate);
+            ptx::WgmmaB1<kMmaN>::mma(stacked(acc, T::group_of(s, t)), a[s][j], db, desc_b.hi,
+                                     ks > 0 || r > 0 || !first_of_group(s, t) || accumulate);
         }
   }
 

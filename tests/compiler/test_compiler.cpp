@@ -198,11 +198,23 @@ TEST_CASE("compiler: the sm_90a wgmma core compiles for its tiles of every bit w
                                  "tile":{"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})");
   jobs.push_back({"TMA core, cluster sharing W", tma_w, "sm_90a", {}, {}, 0});
   // wgmmas of 32 columns or fewer with several X planes and 4 or more plane pairs take A from
-  // registers (kRegA): on the TMA core here, on the cp.async core in the w4a4 and w8a8 default
-  // tiles and conv1 above.
+  // registers (kRegA): on the TMA core here (two warpgroups along N: no stacked X planes), on
+  // the cp.async core in the w8a8 default tile and conv1 above.
   KernelSpec tma_rs = spec_of(R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
-                                 "tile":{"bm":128,"bn":16,"bk":1024,"stages":3,"warps_m":8,"warps_n":1,"cluster":2}})");
+                                 "tile":{"bm":64,"bn":32,"bk":1024,"stages":3,"warps_m":4,"warps_n":2,"cluster":2}})");
   jobs.push_back({"TMA core, A from registers", tma_rs, "sm_90a", {}, {}, 0});
+  // X planes stacked into one wgmma (rules::wgmma_x_stack): w2a4's 4 planes of 32 columns on
+  // the TMA core, w4a4's with one set per plane pair on the cp.async core.
+  KernelSpec tma_stack = spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
+                                 "tile":{"bm":128,"bn":32,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})");
+  jobs.push_back({"TMA core, 4 X planes a wgmma", tma_stack, "sm_90a", {}, {}, 0});
+  KernelSpec pairs_stack = spec_of(R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
+                                 "tile":{"bm":128,"bn":16,"bk":512,"stages":4,"warps_m":8,"warps_n":1}})");
+  jobs.push_back({"cp.async core, a set per plane pair, 4 X planes a wgmma", pairs_stack, "sm_90a", {}, {}, 0});
+  CHECK(contains(apnn::generate(tma_stack, "sm_90a").source, "kXStack = 4;"));
+  CHECK(contains(apnn::generate(pairs_stack, "sm_90a").source, "kGroups = 16;"));
+  CHECK(contains(apnn::generate(pairs_stack, "sm_90a").source, "kXStack = 4;"));
+  CHECK(contains(apnn::generate(tma_rs, "sm_90a").source, "kXStack = 1;"));
   parallel_for(jobs.size(), 2, [&](size_t i) {
     try {
       const apnn::GeneratedSource src = apnn::generate(jobs[i].spec, "sm_90a");

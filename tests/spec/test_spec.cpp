@@ -567,6 +567,53 @@ TEST_CASE("rules: a spec's kernel merges its sets only on the wgmma conv core, w
   CHECK(apnn::rules::kernel_plane_groups(with(w2a2, 128, 64, 512, 4, 8, 1), "sm_90a").weight.size() == 2);
 }
 
+TEST_CASE("rules: the wgmma cores stack X planes into one wgmma for 2+ W planes, with a set per pair where it fits") {
+  using apnn::rules::kernel_plane_groups;
+  using apnn::rules::wgmma_x_stack;
+  auto gemm = [](int p, Encoding we, int q, int bm, int bn, int bk, int stages, int wm, int wn, int cluster) {
+    KernelSpec s;
+    s.w = {p, we};
+    s.x = {q, Encoding::Unsigned};
+    Tile t;
+    t.bm = bm, t.bn = bn, t.bk = bk, t.stages = stages, t.warps_m = wm, t.warps_n = wn, t.cluster = cluster;
+    s.tile = t;
+    return apnn::canonicalize(s);
+  };
+  auto stack = [&](const KernelSpec& s) { return wgmma_x_stack(*s.tile, s.w, s.x, kernel_plane_groups(s, "sm_90a")); };
+  // pair_groups: set s*q + t with the pair's own weight.
+  const auto pairs = apnn::rules::pair_groups({2, Encoding::Signed}, {2, Encoding::Unsigned});
+  CHECK(pairs.group_of == std::vector<std::vector<int>>{{0, 1}, {2, 3}});
+  CHECK(pairs.weight == std::vector<long long>{1, 2, -2, -4});
+  // w2a2 signed: the exact sets already are one per pair; both X planes in one 128-column wgmma.
+  const KernelSpec w2a2 = gemm(2, Encoding::Signed, 2, 128, 64, 1024, 4, 8, 1, 2);
+  CHECK(kernel_plane_groups(w2a2, "sm_90a").weight.size() == 4);
+  CHECK(stack(w2a2) == 2);
+  // w2a4 128x32: 4 planes, 128 columns; w2a8 128x16: 8 planes, 128 columns.
+  CHECK(stack(gemm(2, Encoding::Signed, 4, 128, 32, 1024, 4, 8, 1, 2)) == 4);
+  CHECK(stack(gemm(2, Encoding::Signed, 8, 128, 16, 1024, 3, 8, 1, 2)) == 8);
+  // w4a4 signed: pairs (0,1) and (1,0) share a weight (10 exact sets); the core takes 16, one
+  // per pair, at 128x16 (128 accumulator registers), and 4 planes a wgmma.
+  const KernelSpec w4a4 = gemm(4, Encoding::Signed, 4, 128, 16, 1024, 3, 8, 1, 2);
+  CHECK(apnn::rules::plane_groups(w4a4.w, w4a4.x).weight.size() == 10);
+  CHECK(kernel_plane_groups(w4a4, "sm_90a").weight.size() == 16);
+  CHECK(stack(w4a4) == 4);
+  // ... but not at 128x32, where 16 sets need 256 registers, nor for w8a8 at 128x8.
+  CHECK(kernel_plane_groups(gemm(4, Encoding::Signed, 4, 128, 32, 1024, 3, 8, 1, 2), "sm_90a").weight.size() == 10);
+  CHECK(stack(gemm(8, Encoding::Signed, 8, 128, 8, 512, 3, 8, 1, 1)) == 1);
+  // One W plane: no stacking (a K slice's wgmmas would form one dependent chain).
+  CHECK(stack(gemm(1, Encoding::Pm1, 4, 128, 64, 1024, 4, 8, 1, 2)) == 1);
+  CHECK(stack(gemm(1, Encoding::Pm1, 2, 128, 128, 1024, 4, 8, 1, 2)) == 1);
+  CHECK(stack(gemm(1, Encoding::Pm1, 3, 128, 64, 1024, 4, 8, 1, 2)) == 1);
+  // w2a3 at 128x64: 3 planes of 64 columns is a 192-column wgmma; two warpgroups along N
+  // never stack (their columns of one plane are not next to the next plane's).
+  CHECK(stack(gemm(2, Encoding::Signed, 3, 128, 64, 1024, 4, 8, 1, 2)) == 3);
+  CHECK(stack(gemm(2, Encoding::Signed, 2, 128, 128, 1024, 4, 8, 2, 1)) == 1);
+  // w2a5 at 128x8: 40 columns is no wgmma shape (5 planes, no smaller divisor).
+  CHECK(stack(gemm(2, Encoding::Signed, 5, 128, 8, 1024, 4, 8, 1, 1)) == 1);
+  // Not on the mma.sync core.
+  CHECK(kernel_plane_groups(w4a4, "sm_90").weight.size() == 10);
+}
+
 TEST_CASE("encoding: every valid value is sum_s plane_weight(s)*b_s + offset of its code") {
   for (int bits = 1; bits <= apnn::kMaxBits; ++bits)
     for (Encoding e : kEncodings) {
