@@ -206,7 +206,8 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
                                               {3, 1, {64, 32, 1024, 3, 4, 1, 2}},  {1, 1, {64, 256, 1024, 3, 4, 2, 4}},
                                               {1, 2, {64, 128, 1024, 4, 4, 1, 8}}, {3, 1, {64, 32, 1024, 3, 4, 1, 8}},
                                               {1, 2, {64, 32, 1024, 8, 4, 1, 2}},
-                                              {1, 2, {128, 32, 1024, 3, 8, 1, 2}}};  // w1a2's untuned tile at short K
+                                              {1, 2, {128, 32, 1024, 3, 8, 1, 2}},  // w1a2's untuned tile at short K
+                                              {2, 4, {128, 32, 1024, 4, 8, 1, 4}}};  // 4 X planes a wgmma, 2 x 2 cluster
   for (const auto& o : odd) {
     KernelSpec s;
     s.w = {o.p, Encoding::Pm1};
