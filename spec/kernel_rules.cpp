@@ -68,7 +68,7 @@ PlaneGroups pair_groups(const OperandFormat& w, const OperandFormat& x) {
 static bool wgmma_has_n(int n) { return n == 8 || n == 16 || n == 24 || (n % 16 == 0 && n <= 256); }
 
 int wgmma_x_stack(const Tile& t, const OperandFormat& w, const OperandFormat& x, const PlaneGroups& g) {
-  if (t.warps_n != 1 || w.bits < 2) return 1;
+  if (t.warps_n != 1 || (w.bits < 2 && t.cluster > 1)) return 1;
   for (int s = 0; s < w.bits; ++s)
     for (int u = 0; u < x.bits; ++u)
       if (g.group_of[s][u] != s * x.bits + u || g.repeat[s][u] != 1) return 1;

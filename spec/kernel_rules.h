@@ -40,12 +40,14 @@ PlaneGroups pair_groups(const OperandFormat& w, const OperandFormat& x);
 // warpgroup's columns of consecutive X planes lie bn rows apart in shared memory, so with
 // one warpgroup along N they form one B operand, and where pair (s, t) has set s*q + t the
 // sets form one accumulator. The largest divisor d of q whose wgmma N (d * bn) the
-// instruction has (8, 16, 24, then steps of 16 up to 256), for 2 or more W planes (each
-// its own accumulator chain), else 1. Same-call bench against unstacked wgmmas (session 14,
-// device calls 1-2): w2a8 1.10-1.65x, w4a4 1.03-1.39x, w2a4 1.06-1.30x, w2a2 1.00-1.05x.
-// With one W plane a K slice's wgmmas become one dependent chain, and the outcome was mixed:
-// w1a2 / w1a3 / w1a4 8192^3 1.02 / 1.05 / 1.02x, but 8192x2048x2048 w1a2 0.94x and w1a3 0.93x
-// (all X planes in one wgmma), and w1a4 two planes a wgmma 0.97-1.01x.
+// instruction has (8, 16, 24, then steps of 16 up to 256), else 1. Same-call bench against
+// unstacked wgmmas (session 14, device calls 1-2): w2a8 1.10-1.65x, w4a4 1.03-1.39x, w2a4
+// 1.06-1.30x, w2a2 1.00-1.05x. With one W plane a K slice's wgmmas become one dependent
+// chain: on the TMA core (cluster > 1) the outcome was mixed (8192^3 w1a2 / w1a3 / w1a4 1.02 /
+// 1.05 / 1.02x, but 8192x2048x2048 w1a2 0.94x and w1a3 0.93x; w1a4 two planes a wgmma
+// 0.97-1.01x), so it stacks there only for 2 or more W planes; on the cp.async core (the
+// convs, call 9) the batch-128 w1a2 and w1a4 layers were 1.00-1.03x (n128-7x7x512 w1a2 20.19
+// -> 19.52 us) and no large GEMM row moved.
 int wgmma_x_stack(const Tile& t, const OperandFormat& w, const OperandFormat& x, const PlaneGroups& g);
 
 inline constexpr int kMaxAccumulatorRegs = 128;           // per thread, for blocks of <= 256 threads

@@ -20,8 +20,7 @@
 // stages, step i waits for its slot and for its warpgroup's step i-2 wgmmas (wait_group 1),
 // passes one block barrier, refills step i-2's slot with step i+kStages-2, and issues all
 // p*q plane-pair wgmmas of its slot: two steps of wgmmas may be in flight while the copies
-// of kStages-2 steps fly. With 2 or more W planes, one wgmma covers several X planes
-// (kStack). Where the wgmmas take A from registers (kRegA: 32 columns or fewer, several
+// of kStages-2 steps fly. One wgmma may cover several X planes (kStack). Where the wgmmas take A from registers (kRegA: 32 columns or fewer, several
 // wgmmas per W fragment, 4 or more wgmmas a slice) one group of K slices is in flight per
 // warpgroup.
 // A second barrier a step was 16% of the N=1 convs' stall samples

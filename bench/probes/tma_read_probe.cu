@@ -29,12 +29,14 @@ typedef unsigned long long u64;
 
 // mode 0: bulk copies of `box_bytes` contiguous bytes; mode 1: tensor boxes of 32 words x
 // `rows` rows (box_bytes = 128 * rows). A stage is stage / box_bytes copies.
-__global__ void __launch_bounds__(32, 1) probe(const __grid_constant__ CUtensorMap map, const char* src, u64 src_bytes,
-                                               long long map_rows, int mode, int slots, int stage, int box_bytes,
-                                               int rows, int row_words, int spread, int iters, u64* counter) {
+// Thread `reader` of the block issues; the stages start `offset` bytes into shared memory.
+__global__ void __launch_bounds__(512, 1) probe(const __grid_constant__ CUtensorMap map, const char* src, u64 src_bytes,
+                                                long long map_rows, int mode, int slots, int stage, int box_bytes,
+                                                int rows, int row_words, int spread, int iters, u64* counter,
+                                                int reader, int offset) {
   extern __shared__ __align__(1024) unsigned char smem[];
-  if (threadIdx.x != 0) return;
-  const u32 base = (u32)__cvta_generic_to_shared(smem);
+  if ((int)threadIdx.x != reader) return;
+  const u32 base = (u32)__cvta_generic_to_shared(smem) + offset;
   const u32 bar0 = base + slots * stage;
   for (int s = 0; s < slots; ++s) asm volatile("mbarrier.init.shared.b64 [%0], 1;\n" ::"r"(bar0 + 8 * s));
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -100,7 +102,14 @@ int main() {
     const char* what;
     int mode, slots, stage, box_bytes, pitch;  // pitch: bytes between a tensor box's rows
     int spread = 977;                           // block b starts at copy b * spread (of 24 MB / box)
+    int threads = 32, reader = 0, offset = 0;   // the block, its issuing thread, where the stages start
+    long long launch_bytes = 12ll << 30;
   } cases[] = {
+      // apnn bench's overlap probe exactly: 512 threads, thread 384 reads, stages after 65 KB,
+      // 20000 copies a block.
+      {"bench's probe block: 512 threads, thread 384, stages at 65 KB, 20000 x 16 KB", 0, 4, 16384, 16384, 0, 7, 512,
+       384, 65536 + 1024, 20000ll * 16384 * 132},
+      {"bench's probe block, 12 GB a launch", 0, 4, 16384, 16384, 0, 7, 512, 384, 65536 + 1024},
       {"bulk 16 KB contiguous, 4 in flight, block b from chunk 7b (apnn bench's probe)", 0, 4, 16384, 16384, 0, 7},
       {"bulk 16 KB contiguous, 4 in flight, block b from chunk 977b (spread)", 0, 4, 16384, 16384, 0},
       {"bulk 48 KB stages of 3 x 16 KB, 4 in flight", 0, 4, 49152, 16384, 0},
@@ -128,17 +137,17 @@ int main() {
         return 1;
       }
     }
-    const int smem = c.slots * c.stage + 8 * c.slots;
+    const int smem = c.offset + c.slots * c.stage + 8 * c.slots;
     // ~12 GB a launch (about 1.6 ms at 7.5 TB/s); the first launches of the first case also
     // bring the clocks up from idle (a run of a few milliseconds would be timed at them).
-    const int iters = (int)std::max<long long>(64, (12ll << 30) / sms / c.stage);
+    const int iters = (int)std::max<long long>(64, c.launch_bytes / sms / c.stage);
     double best = 0;
     const int warm = &c == cases ? 100 : 1;
     for (int rep = 0; rep < warm + 3; ++rep) {
       CHECK(cudaMemset(counter, 0, 8));
       CHECK(cudaEventRecord(a));
-      probe<<<sms, 32, smem>>>(map, src, src_bytes, map_rows, c.mode, c.slots, c.stage, c.box_bytes, rows,
-                               c.mode ? c.pitch / 4 : 1, c.spread, iters, counter);
+      probe<<<sms, c.threads, smem>>>(map, src, src_bytes, map_rows, c.mode, c.slots, c.stage, c.box_bytes, rows,
+                                      c.mode ? c.pitch / 4 : 1, c.spread, iters, counter, c.reader, c.offset);
       CHECK(cudaEventRecord(b));
       CHECK(cudaEventSynchronize(b));
       CHECK(cudaGetLastError());

@@ -567,7 +567,7 @@ TEST_CASE("rules: a spec's kernel merges its sets only on the wgmma conv core, w
   CHECK(apnn::rules::kernel_plane_groups(with(w2a2, 128, 64, 512, 4, 8, 1), "sm_90a").weight.size() == 2);
 }
 
-TEST_CASE("rules: the wgmma cores stack X planes into one wgmma for 2+ W planes, with a set per pair where it fits") {
+TEST_CASE("rules: the wgmma cores stack X planes into one wgmma (2+ W planes on the TMA core), a set per pair where it fits") {
   using apnn::rules::kernel_plane_groups;
   using apnn::rules::wgmma_x_stack;
   auto gemm = [](int p, Encoding we, int q, int bm, int bn, int bk, int stages, int wm, int wn, int cluster) {
@@ -600,10 +600,13 @@ TEST_CASE("rules: the wgmma cores stack X planes into one wgmma for 2+ W planes,
   // ... but not at 128x32, where 16 sets need 256 registers, nor for w8a8 at 128x8.
   CHECK(kernel_plane_groups(gemm(4, Encoding::Signed, 4, 128, 32, 1024, 3, 8, 1, 2), "sm_90a").weight.size() == 10);
   CHECK(stack(gemm(8, Encoding::Signed, 8, 128, 8, 512, 3, 8, 1, 1)) == 1);
-  // One W plane: no stacking (a K slice's wgmmas would form one dependent chain).
+  // One W plane: no stacking on the TMA core (a K slice's wgmmas would form one dependent
+  // chain), all planes on the cp.async core.
   CHECK(stack(gemm(1, Encoding::Pm1, 4, 128, 64, 1024, 4, 8, 1, 2)) == 1);
   CHECK(stack(gemm(1, Encoding::Pm1, 2, 128, 128, 1024, 4, 8, 1, 2)) == 1);
   CHECK(stack(gemm(1, Encoding::Pm1, 3, 128, 64, 1024, 4, 8, 1, 2)) == 1);
+  CHECK(stack(gemm(1, Encoding::Pm1, 2, 128, 64, 1024, 4, 8, 1, 1)) == 2);
+  CHECK(stack(gemm(1, Encoding::Pm1, 3, 64, 64, 512, 4, 4, 1, 1)) == 3);
   // w2a3 at 128x64: 3 planes of 64 columns is a 192-column wgmma; two warpgroups along N
   // never stack (their columns of one plane are not next to the next plane's).
   CHECK(stack(gemm(2, Encoding::Signed, 3, 128, 64, 1024, 4, 8, 1, 2)) == 3);
