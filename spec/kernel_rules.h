@@ -26,9 +26,10 @@ PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x);
 PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x);
 // The sets a canonical spec's kernel accumulates into on `arch`: merged on the wgmma conv
 // core where that lets more blocks share an SM (conv_blocks_per_sm), which the batch convs'
-// latency-bound blocks need more than MMAs; plane_groups elsewhere (the GEMMs are bound by
-// their MMAs). Same-call bench (session 10, device call 6), where a layer's tiles still
-// filled their waves: w2a2 n128-56x56x64 146.6 -> 122.3 us, w1a2 n128-28x28x128 46.7 -> 42.6.
+// latency-bound blocks need more than MMAs (same-call bench, session 10, device call 6,
+// where a layer's tiles still filled their waves: w2a2 n128-56x56x64 146.6 -> 122.3 us, w1a2
+// n128-28x28x128 46.7 -> 42.6); plane_groups elsewhere (the GEMMs are bound by their MMAs),
+// except as below.
 //
 // The wgmma APMM core instead takes one set per plane pair (pair_groups) where that lets a
 // wgmma cover several X planes (wgmma_x_stack) and the accumulators still fit (w4a4's

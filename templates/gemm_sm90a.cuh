@@ -4,10 +4,11 @@
 //
 // Tile mapping (kernel_rules.h, wgmma_tile_error): the block's warps form warpgroups of 4
 // consecutive warps; kWarpsM/4 warpgroups stack along M (64 rows each, warp w of a
-// warpgroup owns rows 16w..16w+15), kWarpsN along N (kBN/kWarpsN columns each, the
-// wgmma's N). So kBM == 16*kWarpsM, and every warp holds one 16-row slice: the
-// accumulator fragment has exactly the shape of GemmSm80's with kMI == 1, and the
-// epilogues (ApmmProblem::store, ConvProblem::store) are shared.
+// warpgroup owns rows 16w..16w+15), kWarpsN along N (kWN = kBN/kWarpsN columns each of
+// every X plane; a wgmma covers kStack planes: kMmaN columns). So kBM == 16*kWarpsM, and
+// every warp holds one 16-row slice: the accumulator fragment has exactly the shape of
+// GemmSm80's with kMI == 1, and the epilogues (ApmmProblem::store, ConvProblem::store) are
+// shared.
 //
 // Shared memory: per stage, the W tiles of all p planes then the X tiles of all q planes,
 // rows of kBK bits (32, 64 or 128 bytes) back to back, K-major, swizzled in the
@@ -18,11 +19,11 @@
 //
 // Pipeline: kStages slots filled by cp.async (zero-fill past M, N and K). With 3 or more
 // stages, step i waits for its slot and for its warpgroup's step i-2 wgmmas (wait_group 1),
-// passes one block barrier, refills step i-2's slot with step i+kStages-2, and issues all
-// p*q plane-pair wgmmas of its slot: two steps of wgmmas may be in flight while the copies
-// of kStages-2 steps fly. One wgmma may cover several X planes (kStack). Where the wgmmas take A from registers (kRegA: 32 columns or fewer, several
-// wgmmas per W fragment, 4 or more wgmmas a slice) one group of K slices is in flight per
-// warpgroup.
+// passes one block barrier, refills step i-2's slot with step i+kStages-2, and issues the
+// slot's wgmmas (p*q/kStack a K slice: one may cover kStack X planes): two steps of wgmmas
+// may be in flight while the copies of kStages-2 steps fly. Where the wgmmas take A from
+// registers (kRegA: 32 columns or fewer, several wgmmas per W fragment, 4 or more a slice)
+// one group of K slices is in flight per warpgroup.
 // A second barrier a step was 16% of the N=1 convs' stall samples
 // (session 7, call 3). With 2 stages: issue, wait for step i-1, barrier, refill. APMM
 // launches a persistent grid (at most a wave of blocks), whose successive tiles form one
@@ -40,7 +41,7 @@ template <class T>
 struct GemmSm90a {
   static constexpr int kThreads = 32 * T::kWarpsM * T::kWarpsN;
   static constexpr int kWgN = T::kWarpsN;                  // warpgroups along N
-  static constexpr int kWN = T::kBN / T::kWarpsN;          // the wgmma's N
+  static constexpr int kWN = T::kBN / T::kWarpsN;          // a warpgroup's columns of one X plane
   static constexpr int kMI = 1;
   static constexpr int kNI = kWN / 8;
   static constexpr int kRowBytes = T::kBK / 8;             // 32, 64 or 128: also the swizzle width
@@ -137,8 +138,8 @@ struct GemmSm90a {
 
   // One stage's wgmmas: every 256-bit K step of every plane pair (s, t), T::repeat(s, t) times
   // into its set (a merged set's weight is its smallest pair weight, rules::kernel_plane_groups),
-  // the stage's W and X tiles at the descriptors' start addresses; `accumulate` false on a
-  // tile's first stage.
+  // X planes t..t+kStack-1 in one wgmma, the stage's W and X tiles at the descriptors' start
+  // addresses; `accumulate` false on a tile's first stage.
   static __device__ __forceinline__ void mma_step(i32 (&acc)[T::kGroups][kMI][kNI][4], ptx::WgmmaDesc desc_a,
                                                   ptx::WgmmaDesc desc_b, bool accumulate) {
 #pragma unroll
@@ -159,8 +160,9 @@ struct GemmSm90a {
   // The register-A form: the warp's A fragments, its 16 rows (from row0 of each W plane) as
   // four 32-bit words per 256-bit K slice, read once with ldmatrix and used by every X
   // plane's wgmma, where from shared memory each wgmma reads its A tile again. Narrow wgmmas
-  // read more A per MMA: at 8, 16 and 32 columns (w8a8's, w4a4's and w2a4's untuned tiles)
-  // the A reads and the copies' writes exceed what shared memory delivers a cycle. kASlices
+  // read more A per MMA: at 8, 16 and 32 columns (w8a8's untuned tiles; w4a4's and w2a4's
+  // before their planes stacked) the A reads and the copies' writes exceed what shared
+  // memory delivers a cycle. kASlices
   // K slices load at a time (kARegs registers for w1 and w2, one slice of 4*p registers for
   // wider weights), each group after the warpgroup's previous wgmmas are done.
   // Same-call bench (session 13): on the TMA core (device call 3) w4a4 1.19-1.22x, w2a4

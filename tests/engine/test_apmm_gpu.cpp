@@ -152,7 +152,10 @@ TEST_CASE("sm_90a wgmma core: bit-exact for every encoding pair on shapes that a
   const struct { int p, q; Tile t; } odd[] = {{1, 3, {64, 64, 256, 2, 4, 2}},
                                               {2, 1, {128, 64, 512, 3, 8, 2}},
                                               {3, 2, {64, 8, 1024, 3, 4, 1}},
-                                              {1, 2, {128, 128, 1024, 4, 8, 2}}};
+                                              {1, 2, {128, 128, 1024, 4, 8, 2}},
+                                              // wgmmas over 3 and 5 X planes: N = 192 and 80
+                                              {1, 3, {128, 64, 1024, 4, 8, 1}},
+                                              {2, 5, {128, 16, 512, 3, 8, 1}}};
   for (const auto& o : odd)
     for (Encoding e : kEncodings) {
       KernelSpec s;
@@ -207,7 +210,8 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
                                               {1, 2, {64, 128, 1024, 4, 4, 1, 8}}, {3, 1, {64, 32, 1024, 3, 4, 1, 8}},
                                               {1, 2, {64, 32, 1024, 8, 4, 1, 2}},
                                               {1, 2, {128, 32, 1024, 3, 8, 1, 2}},  // w1a2's untuned tile at short K
-                                              {2, 4, {128, 32, 1024, 4, 8, 1, 4}}};  // 4 X planes a wgmma, 2 x 2 cluster
+                                              {2, 4, {128, 32, 1024, 4, 8, 1, 4}},  // 4 X planes a wgmma, 2 x 2 cluster
+                                              {2, 3, {128, 32, 1024, 4, 8, 1, 2}}};  // 3 X planes a wgmma: N = 96
   for (const auto& o : odd) {
     KernelSpec s;
     s.w = {o.p, Encoding::Pm1};

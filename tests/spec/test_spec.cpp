@@ -577,7 +577,11 @@ TEST_CASE("rules: the wgmma cores stack X planes into one wgmma (2+ W planes on 
     Tile t;
     t.bm = bm, t.bn = bn, t.bk = bk, t.stages = stages, t.warps_m = wm, t.warps_n = wn, t.cluster = cluster;
     s.tile = t;
-    return apnn::canonicalize(s);
+    s = apnn::canonicalize(s);
+    INFO("w", p, "a", q, " ", apnn::canonical_json(s));
+    REQUIRE(apnn::rules::check_kernel_tile(*s.tile, s).empty());  // every case is a tile the kernels run
+    REQUIRE(apnn::rules::use_wgmma(s, "sm_90a"));
+    return s;
   };
   auto stack = [&](const KernelSpec& s) { return wgmma_x_stack(*s.tile, s.w, s.x, kernel_plane_groups(s, "sm_90a")); };
   // pair_groups: set s*q + t with the pair's own weight.
@@ -597,8 +601,11 @@ TEST_CASE("rules: the wgmma cores stack X planes into one wgmma (2+ W planes on 
   CHECK(apnn::rules::plane_groups(w4a4.w, w4a4.x).weight.size() == 10);
   CHECK(kernel_plane_groups(w4a4, "sm_90a").weight.size() == 16);
   CHECK(stack(w4a4) == 4);
-  // ... but not at 128x32, where 16 sets need 256 registers, nor for w8a8 at 128x8.
-  CHECK(kernel_plane_groups(gemm(4, Encoding::Signed, 4, 128, 32, 1024, 3, 8, 1, 2), "sm_90a").weight.size() == 10);
+  // ... but not where a set per pair would not fit: w4a8 unsigned at 128x16 keeps its 11
+  // exact sets (88 registers; 32 pairs would need 256), w8a8 at 128x8 its merged ones.
+  const KernelSpec w4a8 = gemm(4, Encoding::Unsigned, 8, 128, 16, 512, 3, 8, 1, 1);
+  CHECK(kernel_plane_groups(w4a8, "sm_90a").weight.size() == 11);
+  CHECK(stack(w4a8) == 1);
   CHECK(stack(gemm(8, Encoding::Signed, 8, 128, 8, 512, 3, 8, 1, 1)) == 1);
   // One W plane: no stacking on the TMA core (a K slice's wgmmas would form one dependent
   // chain), all planes on the cp.async core.
@@ -607,14 +614,39 @@ TEST_CASE("rules: the wgmma cores stack X planes into one wgmma (2+ W planes on 
   CHECK(stack(gemm(1, Encoding::Pm1, 3, 128, 64, 1024, 4, 8, 1, 2)) == 1);
   CHECK(stack(gemm(1, Encoding::Pm1, 2, 128, 64, 1024, 4, 8, 1, 1)) == 2);
   CHECK(stack(gemm(1, Encoding::Pm1, 3, 64, 64, 512, 4, 4, 1, 1)) == 3);
-  // w2a3 at 128x64: 3 planes of 64 columns is a 192-column wgmma; two warpgroups along N
-  // never stack (their columns of one plane are not next to the next plane's).
-  CHECK(stack(gemm(2, Encoding::Signed, 3, 128, 64, 1024, 4, 8, 1, 2)) == 3);
-  CHECK(stack(gemm(2, Encoding::Signed, 2, 128, 128, 1024, 4, 8, 2, 1)) == 1);
+  // Three planes: w2a3 at 128x32 one 96-column wgmma, w1a3 at 128x64 on the cp.async core
+  // one of 192. Two warpgroups along N never stack (their columns of one plane are not next
+  // to the next plane's).
+  CHECK(stack(gemm(2, Encoding::Signed, 3, 128, 32, 1024, 4, 8, 1, 2)) == 3);
+  CHECK(stack(gemm(1, Encoding::Pm1, 3, 128, 64, 1024, 4, 8, 1, 1)) == 3);
+  CHECK(stack(gemm(2, Encoding::Signed, 2, 128, 64, 1024, 4, 8, 2, 1)) == 1);
   // w2a5 at 128x8: 40 columns is no wgmma shape (5 planes, no smaller divisor).
   CHECK(stack(gemm(2, Encoding::Signed, 5, 128, 8, 1024, 4, 8, 1, 1)) == 1);
   // Not on the mma.sync core.
   CHECK(kernel_plane_groups(w4a4, "sm_90").weight.size() == 10);
+  // Convs keep their sets (exact or merged, never a set per pair) and stack where those are
+  // one per pair: w1a2 at 128x64 (2 exact sets) stacks both planes, at 128x128 its merged
+  // single set does not.
+  KernelSpec conv = apnn::parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  auto conv_tile = [&](int bm, int bn, int bk, int stages) {
+    KernelSpec c = conv;
+    Tile t;
+    t.bm = bm, t.bn = bn, t.bk = bk, t.stages = stages, t.warps_m = 8, t.warps_n = 1;
+    c.tile = t;
+    return apnn::canonicalize(c);
+  };
+  CHECK(stack(conv_tile(128, 64, 1024, 3)) == 2);
+  const KernelSpec merged = conv_tile(128, 128, 512, 4);
+  CHECK(kernel_plane_groups(merged, "sm_90a").weight.size() == 1);
+  CHECK(stack(merged) == 1);
+  KernelSpec w4a4_conv = conv;
+  w4a4_conv.w = {4, Encoding::Signed};
+  w4a4_conv.x = {4, Encoding::Unsigned};
+  Tile t16;
+  t16.bm = 128, t16.bn = 16, t16.bk = 512, t16.stages = 3, t16.warps_m = 8, t16.warps_n = 1;
+  w4a4_conv.tile = t16;
+  CHECK(kernel_plane_groups(apnn::canonicalize(w4a4_conv), "sm_90a").weight.size() < 16);
 }
 
 TEST_CASE("encoding: every valid value is sum_s plane_weight(s)*b_s + offset of its code") {
