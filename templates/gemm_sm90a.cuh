@@ -136,25 +136,35 @@ struct GemmSm90a {
         for (int e = 0; e < 4; ++e) acc[grp][0][ni][e] = 0;
   }
 
-  // One stage's wgmmas: every 256-bit K step of every plane pair (s, t), T::repeat(s, t) times
-  // into its set (a merged set's weight is its smallest pair weight, rules::kernel_plane_groups),
-  // X planes t..t+kStack-1 in one wgmma, the stage's W and X tiles at the descriptors' start
-  // addresses; `accumulate` false on a tile's first stage.
-  static __device__ __forceinline__ void mma_step(i32 (&acc)[T::kGroups][kMI][kNI][4], ptx::WgmmaDesc desc_a,
-                                                  ptx::WgmmaDesc desc_b, bool accumulate) {
+  // Calls mma(ks, j, s, t, accumulate) for every wgmma of K slices ks0 .. ks0 + kSlices - 1
+  // in issue order: slice ks = ks0 + j, W plane s, X planes t..t+kStack-1, T::repeat(s, t)
+  // times into their set (a merged set's weight is its smallest pair weight,
+  // rules::kernel_plane_groups); `accumulate` false for a set's first wgmma of a tile (its
+  // first stage has `accumulate` false).
+  template <int kSlices, class Mma>
+  static __device__ __forceinline__ void for_each_mma(int ks0, bool accumulate, Mma&& mma) {
 #pragma unroll
-    for (int ks = 0; ks < kKSteps; ++ks)
+    for (int j = 0; j < kSlices; ++j)
 #pragma unroll
       for (int s = 0; s < T::kWBits; ++s)
 #pragma unroll
-        for (int t = 0; t < T::kXBits; t += kStack) {
-          const u32 da = desc_a.lo + static_cast<u32>((s * T::kBM * kRowBytes + ks * 32) >> 4);
-          const u32 db = desc_b.lo + static_cast<u32>((t * T::kBN * kRowBytes + ks * 32) >> 4);
+        for (int t = 0; t < T::kXBits; t += kStack)
 #pragma unroll
           for (int r = 0; r < T::repeat(s, t); ++r)
-            ptx::WgmmaB1<kMmaN>::mma(stacked(acc, T::group_of(s, t)), da, db, desc_a.hi,
-                                     ks > 0 || r > 0 || !first_of_group(s, t) || accumulate);
-        }
+            mma(ks0 + j, j, s, t, ks0 + j > 0 || r > 0 || !first_of_group(s, t) || accumulate);
+  }
+  // B's descriptor (low word) for X planes t.. at K slice ks.
+  static __device__ __forceinline__ u32 b_desc(ptx::WgmmaDesc desc_b, int t, int ks) {
+    return desc_b.lo + static_cast<u32>((t * T::kBN * kRowBytes + ks * 32) >> 4);
+  }
+
+  // One stage's wgmmas, the stage's W and X tiles at the descriptors' start addresses.
+  static __device__ __forceinline__ void mma_step(i32 (&acc)[T::kGroups][kMI][kNI][4], ptx::WgmmaDesc desc_a,
+                                                  ptx::WgmmaDesc desc_b, bool accumulate) {
+    for_each_mma<kKSteps>(0, accumulate, [&](int ks, int, int s, int t, bool acc_in) {
+      const u32 da = desc_a.lo + static_cast<u32>((s * T::kBM * kRowBytes + ks * 32) >> 4);
+      ptx::WgmmaB1<kMmaN>::mma(stacked(acc, T::group_of(s, t)), da, b_desc(desc_b, t, ks), desc_a.hi, acc_in);
+    });
   }
 
   // The register-A form: the warp's A fragments, its 16 rows (from row0 of each W plane) as
@@ -202,20 +212,11 @@ struct GemmSm90a {
   // mma_step's wgmmas of slices ks0 .. ks0 + kASlices - 1, A from registers.
   static __device__ __forceinline__ void mma_slices_rs(i32 (&acc)[T::kGroups][kMI][kNI][4], const AFrags& a,
                                                        ptx::WgmmaDesc desc_b, int ks0, bool accumulate) {
-#pragma unroll
-    for (int j = 0; j < kASlices; ++j)
-#pragma unroll
-      for (int s = 0; s < T::kWBits; ++s)
-#pragma unroll
-        for (int t = 0; t < T::kXBits; t += kStack) {
-          const int ks = ks0 + j;
-          const u32 db = desc_b.lo + static_cast<u32>((t * T::kBN * kRowBytes + ks * 32) >> 4);
-#pragma unroll
-          for (int r = 0; r < T::repeat(s, t); ++r)
-            ptx::WgmmaB1<kMmaN>::mma(stacked(acc, T::group_of(s, t)), a[s][j], db, desc_b.hi,
-                                     ks > 0 || r > 0 || !first_of_group(s, t) || accumulate);
-        }
+    for_each_mma<kASlices>(ks0, accumulate, [&](int ks, int j, int s, int t, bool acc_in) {
+      ptx::WgmmaB1<kMmaN>::mma(stacked(acc, T::group_of(s, t)), a[s][j], b_desc(desc_b, t, ks), desc_b.hi, acc_in);
+    });
   }
+
 
   // The thread's warpgroup, broadcast from lane 0 so that the compiler knows it is the same
   // across the warp. Where the problem's hooks keep the (tile, K step) loop uniform too

@@ -197,39 +197,47 @@ TEST_CASE("compiler: the sm_90a wgmma core compiles for its tiles of every bit w
   KernelSpec tma_w = spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"pm1",
                                  "tile":{"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})");
   jobs.push_back({"TMA core, cluster sharing W", tma_w, "sm_90a", {}, {}, 0});
-  // wgmmas (after stacking) of 32 columns or fewer, several of them per W fragment and 4 or
-  // more a K slice, take A from registers (kRegA): on the TMA core here (two warpgroups along
-  // N: no stacked X planes), on the cp.async core in the w4a4 and w8a8 default tiles (merged
-  // sets) and conv1 above.
-  KernelSpec tma_rs = spec_of(R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
-                                 "tile":{"bm":64,"bn":32,"bk":1024,"stages":3,"warps_m":4,"warps_n":2,"cluster":2}})");
-  jobs.push_back({"TMA core, A from registers", tma_rs, "sm_90a", {}, {}, 0});
-  // X planes stacked into one wgmma (rules::wgmma_x_stack): w2a4's 4 planes of 32 columns on
-  // the TMA core, w4a4's with one set per plane pair on the cp.async core.
-  KernelSpec tma_stack = spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
-                                 "tile":{"bm":128,"bn":32,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})");
-  jobs.push_back({"TMA core, 4 X planes a wgmma", tma_stack, "sm_90a", {}, {}, 0});
-  KernelSpec pairs_stack = spec_of(R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
-                                 "tile":{"bm":128,"bn":16,"bk":512,"stages":4,"warps_m":8,"warps_n":1}})");
-  jobs.push_back({"cp.async core, a set per plane pair, 4 X planes a wgmma", pairs_stack, "sm_90a", {}, {}, 0});
-  // Stacks of 3 and 5 planes: wgmma N of 96 (w2a3 128x32, TMA core), 192 (w1a3 128x64 on the
-  // cp.async core) and 80 (w2a5 128x16).
-  KernelSpec n96 = spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":3,"x_enc":"unsigned",
-                                 "tile":{"bm":128,"bn":32,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})");
-  jobs.push_back({"TMA core, 96-column wgmmas", n96, "sm_90a", {}, {}, 0});
-  KernelSpec n192 = spec_of(R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":3,"x_enc":"unsigned",
-                                 "tile":{"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1}})");
-  jobs.push_back({"cp.async core, 192-column wgmmas", n192, "sm_90a", {}, {}, 0});
-  KernelSpec n80 = spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":5,"x_enc":"unsigned",
-                                 "tile":{"bm":128,"bn":16,"bk":512,"stages":3,"warps_m":8,"warps_n":1}})");
-  jobs.push_back({"cp.async core, 80-column wgmmas", n80, "sm_90a", {}, {}, 0});
-  CHECK(contains(apnn::generate(n96, "sm_90a").source, "kXStack = 3;"));
-  CHECK(contains(apnn::generate(n192, "sm_90a").source, "kXStack = 3;"));
-  CHECK(contains(apnn::generate(n80, "sm_90a").source, "kXStack = 5;"));
-  CHECK(contains(apnn::generate(tma_stack, "sm_90a").source, "kXStack = 4;"));
-  CHECK(contains(apnn::generate(pairs_stack, "sm_90a").source, "kGroups = 16;"));
-  CHECK(contains(apnn::generate(pairs_stack, "sm_90a").source, "kXStack = 4;"));
-  CHECK(contains(apnn::generate(tma_rs, "sm_90a").source, "kXStack = 1;"));
+  // How each of these issues its wgmmas, checked in the generated Traits.
+  // - A from registers (kRegA) where the wgmmas (after stacking) are 32 columns or fewer,
+  //   several per W fragment and 4 or more a K slice: on the TMA core here (two warpgroups
+  //   along N: no stacked X planes), on the cp.async core in the w4a4 and w8a8 default tiles
+  //   (merged sets) and conv1 above.
+  // - X planes stacked into one wgmma (rules::wgmma_x_stack): w2a4's 4 planes of 32 columns
+  //   on the TMA core, w4a4's with one set per plane pair on the cp.async core, and stacks of
+  //   3 and 5 planes: wgmma N of 96 (w2a3 128x32, TMA core), 192 (w1a3 128x64 on the cp.async
+  //   core) and 80 (w2a5 128x16).
+  const struct { const char* label; const char* spec; std::vector<const char*> traits; } issued[] = {
+      {"TMA core, A from registers",
+       R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
+           "tile":{"bm":64,"bn":32,"bk":1024,"stages":3,"warps_m":4,"warps_n":2,"cluster":2}})",
+       {"kXStack = 1;"}},
+      {"TMA core, 4 X planes a wgmma",
+       R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":32,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})",
+       {"kXStack = 4;"}},
+      {"cp.async core, a set per plane pair, 4 X planes a wgmma",
+       R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":16,"bk":512,"stages":4,"warps_m":8,"warps_n":1}})",
+       {"kGroups = 16;", "kXStack = 4;"}},
+      {"TMA core, 96-column wgmmas",
+       R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":3,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":32,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})",
+       {"kXStack = 3;"}},
+      {"cp.async core, 192-column wgmmas",
+       R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":3,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1}})",
+       {"kXStack = 3;"}},
+      {"cp.async core, 80-column wgmmas",
+       R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":5,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":16,"bk":512,"stages":3,"warps_m":8,"warps_n":1}})",
+       {"kXStack = 5;"}},
+  };
+  for (const auto& c : issued) {
+    const KernelSpec s = spec_of(c.spec);
+    jobs.push_back({c.label, s, "sm_90a", {}, {}, 0});
+    const std::string source = apnn::generate(s, "sm_90a").source;
+    for (const char* want : c.traits) CHECK_MESSAGE(contains(source, want), c.label << ": " << want);
+  }
   parallel_for(jobs.size(), 2, [&](size_t i) {
     try {
       const apnn::GeneratedSource src = apnn::generate(jobs[i].spec, "sm_90a");
