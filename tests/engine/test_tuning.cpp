@@ -277,6 +277,27 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   CHECK(tall2.bn == 64);
   CHECK(untuned_tile(conv, conv_problem(conv, {128, 64, 56, 56, 64}), h100).bm == 64);
   CHECK(untuned_tile(conv, conv_problem(conv, {8, 128, 28, 28, 128}), h100).bm == 64);
+  // w2a8 with K >= 2048 bits over a wave: 128x16 of one warpgroup column, whose wgmma covers
+  // all 8 X planes; K = 1152 (C = 128) keeps the heuristic's 64x32 with two along N.
+  auto stacked_planes = [&](const KernelSpec& s, const Tile& t) {
+    KernelSpec k = s;
+    k.tile = t;
+    return rules::wgmma_x_stack(t, s.w, s.x, rules::kernel_plane_groups(k, "sm_90a"));
+  };
+  for (const ConvShape& shape : {ConvShape{128, 512, 7, 7, 512}, ConvShape{128, 256, 14, 14, 256}, ConvShape{8, 256, 14, 14, 256}}) {
+    CAPTURE(shape.N);
+    CAPTURE(shape.C);
+    const Tile t8 = untuned_tile(w2a8, conv_problem(w2a8, shape), h100);
+    CHECK(t8.bm == 128);
+    CHECK(t8.bn == 16);
+    CHECK(t8.warps_n == 1);
+    CHECK(stacked_planes(w2a8, t8) == 8);
+  }
+  const Tile short_k = untuned_tile(w2a8, conv_problem(w2a8, {128, 128, 28, 28, 128}), h100);
+  CHECK(short_k.bm == 64);
+  CHECK(short_k.bn == 32);
+  CHECK(short_k.warps_n == 2);
+  CHECK(stacked_planes(w2a8, short_k) == 1);
   // Stages: 4 where they fit, but 7x7 C=O=512's 128x64/1024 keeps 3, where two blocks share
   // an SM (4 stages leave room for one); w1a4's 64x128 takes 4, its registers allow one block.
   const Tile seven = untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100);
