@@ -91,6 +91,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) wgmma_b1_peak(int iters, in
 // does (flag 4). The L2 policies are the GEMM's: reads evict_last, stores evict_first, so
 // the stores do not push the read buffer out of L2. With wgmma on, the others run until it
 // finishes; else for `fixed` rounds. counters[0] and [1] count the bytes stored and read.
+// Block b starts 977 chunks after block b-1: when neighbouring blocks started 7 chunks apart
+// (sessions 6-14) the probe counted 14.3-14.8 TB/s while ncu saw the L2 serve 18.55 of the
+// 43.25 GB requested (6.3 TB/s, 72% of its throughput; session 15, device call 1). Spread,
+// it counts 9.7-9.9 TB/s (call 4). The standalone probe (bench/probes/tma_read_probe.cu)
+// counts 7.9 TB/s, which ncu confirms: 41.78 GB served in 5.22 ms at 91% L2 throughput
+// (call 3). So these counts are bytes requested, an upper bound on what the L2 delivers.
 extern "C" __global__ void __launch_bounds__(512, 1) overlap_probe(int iters, int flags, int fixed, u32* dst,
     unsigned long long dst_words, const u32* src, unsigned long long src_chunks, unsigned long long* counters,
     int* sink) {{
@@ -132,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) overlap_probe(int iters, in
     const u32 buf0 = (u32)__cvta_generic_to_shared(smem + 65536 + 1024);
     for (int s = 0; s < 4; ++s) asm volatile("mbarrier.init.shared.b64 [%0], 1;\n" ::"r"(bar0 + 8 * s));
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    unsigned long long chunk = (blockIdx.x * 7ull) % src_chunks, n = 0;
+    unsigned long long chunk = (blockIdx.x * 977ull) % src_chunks, n = 0;
     u64 last;
     asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(last));
     int it = 0;

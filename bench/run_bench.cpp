@@ -124,7 +124,7 @@ int run_bench(const BenchOptions& o) {
   std::string overlap_line;
   if (report.peaks.l2_read_gbs > 0)
     overlap_line = fmt::format(
-        "overlap probe: L2->SM bulk reads {:.0f} GB/s alone; wgmma + writes + reads at once: {:.0f} TOPS, {:.0f} GB/s "
+        "overlap probe: L2->SM bulk reads requested {:.0f} GB/s alone; wgmma + writes + reads at once: {:.0f} TOPS, {:.0f} GB/s "
         "written, {:.0f} GB/s read\n",
         report.peaks.l2_read_gbs, report.peaks.overlap_wgmma_tops, report.peaks.overlap_write_gbs,
         report.peaks.overlap_read_gbs);
