@@ -1,7 +1,10 @@
 // How fast can TMA move operands from L2 into shared memory, by copy shape? A research probe
 // for bench/NOTES-wgmma.md (session 14), not part of the build: the GEMM's TMA core streams
 // its operand boxes (rows of 128 bytes, 1024 bytes apart, 128-byte swizzle) at about 6 TB/s,
-// while `apnn bench`'s overlap probe moves 16 KB contiguous bulk copies at about 14.7 TB/s.
+// while `apnn bench`'s overlap probe counted 16 KB contiguous bulk copies at about 14.7 TB/s.
+// Every copy shape here moves 7.7-8.5 TB/s; ncu confirms the first case's bytes as L2 reads
+// (41.78 of 43.25 GB at 91% of the L2's throughput), where it found the bench's probe served
+// only 43% of the bytes it counted (bench/NOTES.md, "Session 15").
 //
 // One block per SM; one thread keeps `slots` stages of `stage` bytes in flight from a 24 MB
 // L2-resident buffer into shared memory (mbarrier per stage, the GEMM's evict_last policy),
