@@ -18,17 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(x)                                                                        \
-  do {                                                                                  \
-    cudaError_t e_ = (x);                                                               \
-    if (e_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
-
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "probe_check.h"
 
 // mode 0: bulk copies of `box_bytes` contiguous bytes; mode 1: tensor boxes of 32 words x
 // `rows` rows (box_bytes = 128 * rows). A stage is stage / box_bytes copies.

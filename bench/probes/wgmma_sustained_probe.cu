@@ -6,24 +6,14 @@
 // `seconds` and prints the rate of each 100 ms window; run nvidia-smi beside it for clocks.
 //
 // Build and run (sm_90a): nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a wgmma_sustained_probe.cu -o wgmma_sustained_probe
-//   && ./wgmma_sustained_probe 2
+//   && ./wgmma_sustained_probe 3
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
-
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "probe_check.h"
 
 // A no-swizzle shared-memory matrix descriptor: start, leading and stride byte offsets (>> 4).
 __device__ u64 smem_desc(u32 addr, u32 lead, u32 stride) {
