@@ -51,6 +51,7 @@ nlohmann::json Report::row_json(const Row& r) const {
   j["us"] = r.t.us;
   j["tops"] = tops(r.ops, r.t.us);
   j["timing"] = {{"launches", r.t.launches}, {"repeats", r.t.repeats}, {"sets", r.t.sets}};
+  if (r.clocks.samples > 0) j["clocks"] = clock_json(r.clocks);
   if (r.impl != "apnn") return j;
   j["p"] = r.p;
   j["q"] = r.q;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/clock_sampler.h"
 #include "bench/svg_chart.h"
 #include "runtime/steady_timing.h"
 
@@ -28,6 +29,7 @@ struct Row {
   bool available = true;   // false: the vendor offers nothing for this shape (see note)
   std::string note;        // why unavailable, or what was picked (algorithm, engine)
   Timing t;
+  ClockStats clocks;       // the SM clock and power while it was timed (samples 0: not sampled)
   uint64_t checked = 0, mismatches = 0;  // ours: output elements compared with the CPU reference
   nlohmann::json spec;     // ours: the canonical kernel spec
   std::string tile_source; // ours: "tuned" (apnn tune's recorded winner) or "untuned"

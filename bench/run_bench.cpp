@@ -6,12 +6,15 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "apnn/error.h"
+#include "bench/clock_sampler.h"
 #include "bench/cublaslt_lib.h"
+#include "bench/nvml_lib.h"
 #include "bench/peak_probe.h"
 #include "bench/sections.h"
 #include "engine/conv_runner.h"
@@ -77,11 +80,11 @@ void write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-Timing time_best_candidate(const TimingRule& rule, int candidates, int sets, const std::function<void(int)>& use,
-                           const std::function<void(int)>& launch, int* chosen) {
-  *chosen = fastest_candidate(rule, candidates, sets, use, launch);
+void time_best_candidate(Section& s, Row& r, int candidates, int sets, const std::function<void(int)>& use,
+                         const std::function<void(int)>& launch, int* chosen) {
+  *chosen = fastest_candidate(s.rule, candidates, sets, use, launch);
   use(*chosen);
-  return time_rotated(rule, sets, launch);
+  time_row(s, r, [&] { return time_rotated(s.rule, sets, launch); });
 }
 
 bool conv_section_built() {
@@ -109,6 +112,19 @@ int run_bench(const BenchOptions& o) {
                      {"quick", o.selection.quick},
                      {"shapes", o.selection.shapes},
                      {"precisions", o.selection.precisions}};
+  // The SM clock and power while each row is timed, read through NVML every 5 ms (--clocks).
+  std::unique_ptr<NvmlDevice> nvml;
+  std::unique_ptr<ClockSampler> clocks;
+  report.settings["clock_sampling"] = "off";
+  if (o.clocks) {
+    try {
+      nvml = std::make_unique<NvmlDevice>(current_pci_bus_id());
+    } catch (const Error& e) {
+      throw Error(ErrorKind::InvalidInput, std::string("--clocks: ") + e.what());
+    }
+    clocks = std::make_unique<ClockSampler>([&](GpuSample* g) { return nvml->read(g); }, std::chrono::milliseconds(5));
+    report.settings["clock_sampling"] = "nvml, every 5 ms";
+  }
   if (!plan.gemm.empty()) report.settings["cublaslt"] = cublaslt_version();
 #ifdef APNN_BENCH_CUDNN
   if (!plan.conv.empty()) report.settings["cudnn"] = cudnn_version();
@@ -132,6 +148,7 @@ int run_bench(const BenchOptions& o) {
   Engine engine;
   prewarm(engine, plan, report.arch);
   Section section{engine, report, o.rule, l2_bytes()};
+  section.clocks = clocks.get();
   if (!plan.gemm.empty()) run_gemm_section(section, plan);
 #ifdef APNN_BENCH_CUDNN
   if (!plan.conv.empty()) run_conv_section(section, plan);

@@ -14,6 +14,9 @@ struct BenchOptions {
   Selection selection;
   TimingRule rule;
   std::string json_path, chart_path;  // empty: not written
+  // Sample the SM clock and power while rows are timed (clock_sampler.h). Off by default: in
+  // a same-call A/B the polling thread made rows under 8 us 4% slower (session 15, call 13).
+  bool clocks = false;
 };
 
 // Returns 0, or 1 when an output of ours differed from the reference (every row still runs).

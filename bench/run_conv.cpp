@@ -29,8 +29,8 @@ void run_conv_section(Section& s, const Plan& plan) {
         CudnnConv v(t, g, s.l2);
         if (v.available()) {
           int chosen = 0;
-          r.t = time_best_candidate(s.rule, v.candidates(), v.sets(), [&](int i) { v.use(i); },
-                                    [&](int set) { v.launch(set); }, &chosen);
+          time_best_candidate(s, r, v.candidates(), v.sets(), [&](int i) { v.use(i); }, [&](int set) { v.launch(set); },
+                              &chosen);
           r.note = v.describe();
         } else {
           r.available = false;

@@ -20,8 +20,8 @@ void run_gemm_section(Section& s, const Plan& plan) {
       try {
         CublasLtGemm g(t, c.shape, s.l2);
         int chosen = 0;
-        r.t = time_best_candidate(s.rule, g.candidates(), g.sets(), [&](int i) { g.use(i); },
-                                  [&](int set) { g.launch(set); }, &chosen);
+        time_best_candidate(s, r, g.candidates(), g.sets(), [&](int i) { g.use(i); }, [&](int set) { g.launch(set); },
+                            &chosen);
         r.note = g.describe();
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::Driver) throw;

@@ -21,12 +21,21 @@ struct Section {
   TimingRule rule;
   size_t l2 = 0;
   bool mismatch = false;  // an output of ours differed from the reference
+  ClockSampler* clocks = nullptr;  // watches the GPU while rows are timed; null: not sampled
 };
 
+// r.t = time(), with the section's clock sampler watching (r.clocks).
+template <class TimeFn>
+void time_row(Section& s, Row& r, TimeFn&& time) {
+  if (s.clocks) s.clocks->start();
+  r.t = time();
+  if (s.clocks) r.clocks = s.clocks->stop();
+}
+
 // Selects the fastest candidate (algorithm / engine config; timing.h fastest_candidate)
-// with use(i), then times it under the full rule.
-Timing time_best_candidate(const TimingRule& rule, int candidates, int sets, const std::function<void(int)>& use,
-                           const std::function<void(int)>& launch, int* chosen);
+// with use(i), then times it under the full rule into r (time_row).
+void time_best_candidate(Section& s, Row& r, int candidates, int sets, const std::function<void(int)>& use,
+                         const std::function<void(int)>& launch, int* chosen);
 
 // Checks one configuration of ours against the CPU reference, times it under the rule
 // and adds its row (spec: with its tile, which came `from` the tuning database or not;
@@ -48,12 +57,13 @@ void run_ours(Section& s, const std::string& op, const std::string& label, const
     s.mismatch = true;
     r.note = "MISMATCH " + check.first_mismatch;
   }
-  r.t = time_rotated(s.rule, ours.sets(), [&](int set) { ours.launch(set); });
+  time_row(s, r, [&] { return time_rotated(s.rule, ours.sets(), [&](int set) { ours.launch(set); }); });
   const Tile& t = *spec.tile;
-  std::fprintf(stderr, "%s %-24s %-16s %.2f us, %llu checked, %llu mismatches, tile %dx%dx%d %dx%d s%d (%s, %s)\n",
+  std::fprintf(stderr, "%s %-24s %-16s %.2f us, %llu checked, %llu mismatches, tile %dx%dx%d %dx%d s%d (%s, %s)%s\n",
                op.c_str(), label.c_str(), r.prec.c_str(), r.t.us, static_cast<unsigned long long>(r.checked),
                static_cast<unsigned long long>(r.mismatches), t.bm, t.bn, t.bk, t.warps_m, t.warps_n, t.stages,
-               r.tile_source.c_str(), r.core.c_str());
+               r.tile_source.c_str(), r.core.c_str(),
+               r.clocks.samples ? fmt::format(", SM {:.0f} MHz, {:.0f} W", r.clocks.sm_mhz_mean, r.clocks.watts_mean).c_str() : "");
   s.report.rows.push_back(std::move(r));
 }
 

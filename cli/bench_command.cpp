@@ -15,7 +15,7 @@ void add_bench(CLI::App& app, Action* action) {
   auto* cmd = app.add_subcommand(
       "bench", "Time our GEMM and conv kernels against cuBLASLt and cuDNN in one process (checked first; table, JSON, SVG)");
   struct Flags {
-    bool gemm_only = false, conv_only = false, fusion_only = false, quick = false;
+    bool gemm_only = false, conv_only = false, fusion_only = false, quick = false, clocks = false;
     std::string shapes, precisions, json, chart;
     int launches = 50;
   };
@@ -31,6 +31,9 @@ void add_bench(CLI::App& app, Action* action) {
   cmd->add_option("--prec", f->precisions, "comma-separated precisions, e.g. w1a2,w2a2 (default: all)");
   cmd->add_option("--launches", f->launches, "back-to-back launches per timed repeat (default 50)")
       ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--clocks", f->clocks,
+                "sample the SM clock and power (NVML, every 5 ms) while each row is timed; the polling can slow "
+                "launch-bound rows by a few percent");
   cmd->add_option("--json", f->json, "write the full results here (JSON)");
   cmd->add_option("--chart", f->chart, "write the speedup chart here (SVG)");
   cmd->callback([=] {
@@ -46,6 +49,7 @@ void add_bench(CLI::App& app, Action* action) {
       o.rule.launches = f->launches;
       o.json_path = f->json;
       o.chart_path = f->chart;
+      o.clocks = f->clocks;
       return bench::run_bench(o);
 #else
       throw Error(ErrorKind::InvalidInput, "bench was not built: cublasLt.h was not found at build time");

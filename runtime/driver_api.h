@@ -20,6 +20,7 @@ namespace apnn::driver {
   X(DeviceGet, "cuDeviceGet")                             \
   X(DeviceGetName, "cuDeviceGetName")                     \
   X(DeviceGetAttribute, "cuDeviceGetAttribute")           \
+  X(DeviceGetPCIBusId, "cuDeviceGetPCIBusId")             \
   X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")   \
   X(CtxSetCurrent, "cuCtxSetCurrent")                     \
   X(CtxSynchronize, "cuCtxSynchronize")                   \

@@ -2,12 +2,16 @@
 // arithmetic, the JSON row format, the table, the SVG chart and the timing plan.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "apnn/error.h"
 #include "bench/cases.h"
+#include "bench/clock_sampler.h"
 #include "bench/peak_probe.h"
 #include "bench/report.h"
 #include "bench/svg_chart.h"
@@ -190,6 +194,61 @@ TEST_CASE("bench: JSON rows carry TOPS, the best vendor, speedup and binary effi
   CHECK(panels[0].groups == std::vector<std::string>{"1024x4096x4096"});
   CHECK(panels[0].series == std::vector<std::string>{"w1a2"});
   CHECK(panels[0].values[0][0] == doctest::Approx(1.25));
+}
+
+TEST_CASE("bench: clock samples summarize into mean and minimum clock, mean power and the slowed share") {
+  CHECK(summarize({}).samples == 0);
+  const ClockStats s = summarize({{1980, 700, true}, {1500, 600, true}, {1800, 500, false}});
+  CHECK(s.samples == 3);
+  CHECK(s.sm_mhz_mean == doctest::Approx(1760));
+  CHECK(s.sm_mhz_min == doctest::Approx(1500));
+  CHECK(s.watts_mean == doctest::Approx(600));
+  CHECK(s.slowed_share == doctest::Approx(2.0 / 3));
+  const nlohmann::json j = clock_json(s);
+  CHECK(j.at("samples") == 3);
+  CHECK(j.at("sm_mhz_min").get<double>() == doctest::Approx(1500));
+  CHECK(j.at("slowed_share").get<double>() == doctest::Approx(2.0 / 3));
+
+  // A row carries its clocks only when they were sampled.
+  Report rep;
+  Row r = vendor("64x1024x1024", "cublaslt-int8", gemm_ops(64, 1024, 1024), 5);
+  CHECK_FALSE(rep.row_json(r).contains("clocks"));
+  r.clocks = s;
+  CHECK(rep.row_json(r).at("clocks").at("sm_mhz_mean").get<double>() == doctest::Approx(1760));
+}
+
+TEST_CASE("bench: the clock sampler reads its source between start and stop, and keeps no failed reading") {
+  std::atomic<int> calls{0};
+  ClockSampler sampler(
+      [&](GpuSample* g) {
+        *g = {1600.0 + (calls++ % 2) * 200, 650, true};
+        return true;
+      },
+      std::chrono::milliseconds(1));
+  CHECK(sampler.stop().samples == 0);  // never started
+  sampler.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  const ClockStats s = sampler.stop();
+  CHECK(s.samples >= 2);
+  CHECK(s.samples == calls.load());
+  CHECK(s.sm_mhz_min == doctest::Approx(1600));
+  CHECK(s.sm_mhz_mean >= 1600);
+  CHECK(s.sm_mhz_mean <= 1800);
+  CHECK(s.slowed_share == doctest::Approx(1.0));
+  const int after = calls.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(calls.load() == after);  // stopped: no more readings
+  // A restart drops the earlier samples; a source that fails contributes none.
+  ClockSampler failing([](GpuSample*) { return false; }, std::chrono::milliseconds(1));
+  failing.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(failing.stop().samples == 0);
+  const int before = calls.load();
+  sampler.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const ClockStats again = sampler.stop();
+  CHECK(again.samples >= 1);
+  CHECK(again.samples == calls.load() - before);  // only this start's readings
 }
 
 TEST_CASE("bench: the table has one line per row of ours and names unavailable vendor paths") {

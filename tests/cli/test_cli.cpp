@@ -495,6 +495,7 @@ TEST_CASE("cli: bench without a GPU exits 3 with the driver message; bad selecti
   expect_error(sb, {"bench", "--fusion-only", "--shapes", "n1-*"}, 2, {"--shapes", "fusion section"});
   expect_error(sb, {"bench", "--gemm-only", "--conv-only"}, 2, {"--conv-only"});
   expect_error(sb, {"bench", "--launches", "0"}, 2, {"--launches"});
+  expect_error(sb, {"bench", "--clocks", "--prec", "w3a3"}, 2, {"--prec", "w3a3"});  // --clocks parses
   if (driver_loadable()) {
     MESSAGE("libcuda.so.1 is loadable here: the no-driver check does not apply");
     return;
