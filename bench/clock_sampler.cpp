@@ -43,15 +43,16 @@ void ClockSampler::start() {
   running_ = true;
   thread_ = std::thread([this] {
     auto next = std::chrono::steady_clock::now();
-    while (running_) {
+    do {  // at least one reading per start, however short the row
       GpuSample g;
       if (source_(&g)) {
         std::lock_guard<std::mutex> lock(mu_);
         samples_.push_back(g);
       }
-      next += period_;
+      // The next period from now where a reading ran late: no burst of catch-up readings.
+      next = std::max(next + period_, std::chrono::steady_clock::now());
       std::this_thread::sleep_until(next);
-    }
+    } while (running_);
   });
 }
 

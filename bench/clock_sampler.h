@@ -19,14 +19,15 @@ namespace apnn::bench {
 struct ClockStats {
   int samples = 0;           // 0: nothing was sampled (no source, or every reading failed)
   double sm_mhz_mean = 0, sm_mhz_min = 0;
-  double watts_mean = 0;
+  double watts_mean = 0;      // of NVML's power readings, each itself an average over the last second
   double slowed_share = 0;   // of the samples, those taken while a power or thermal limit slowed the clocks
 };
 
 ClockStats summarize(const std::vector<GpuSample>& samples);
 nlohmann::json clock_json(const ClockStats& s);
 
-// Reads `source` every `period` on a thread of its own between start() and stop().
+// Reads `source` every `period` on a thread of its own between start() and stop(), at least
+// once per start.
 class ClockSampler {
  public:
   using Source = std::function<bool(GpuSample*)>;

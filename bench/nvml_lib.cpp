@@ -61,9 +61,10 @@ bool NvmlDevice::read(GpuSample* s) const {
   const NvmlApi& a = nvml();
   unsigned mhz = 0, milliwatts = 0;
   unsigned long long reasons = 0;
-  if (a.clock_info(handle_, kClockSm, &mhz) != 0 || a.power_usage(handle_, &milliwatts) != 0 ||
-      a.event_reasons(handle_, &reasons) != 0)
-    return false;
+  if (a.clock_info(handle_, kClockSm, &mhz) != 0) return false;
+  // Power and reasons are not reported everywhere (MIG, some virtual GPUs): 0 / none then.
+  if (a.power_usage(handle_, &milliwatts) != 0) milliwatts = 0;
+  if (a.event_reasons(handle_, &reasons) != 0) reasons = 0;
   *s = {static_cast<double>(mhz), milliwatts * 1e-3, (reasons & kSlowdownReasons) != 0};
   return true;
 }

@@ -2,13 +2,14 @@
 // samples the GPU's clock and power, never linked. The toolkit here ships no nvml.h, so the
 // few entry points used are declared in nvml_lib.cpp with NVML's C ABI.
 #pragma once
-#include <cstdint>
 #include <string>
 
 namespace apnn::bench {
 
-// One reading of the GPU: SM clock, board power, and whether a power or thermal limit was
-// slowing the clocks at that moment (NVML's clock event reasons).
+// One reading of the GPU: SM clock, board power (NVML averages it over the last second on
+// this GPU generation, so a short row's reading mostly shows the second before it; 0 where
+// the GPU does not report it), and whether a power or thermal limit was slowing the clocks
+// at that moment (NVML's clock event reasons; false where not reported).
 struct GpuSample {
   double sm_mhz = 0;
   double watts = 0;
@@ -20,7 +21,7 @@ struct GpuSample {
 class NvmlDevice {
  public:
   explicit NvmlDevice(const std::string& pci_bus_id);
-  bool read(GpuSample* s) const;  // false when a query failed (the sample is then not used)
+  bool read(GpuSample* s) const;  // false when the clock could not be read (no sample then)
 
  private:
   void* handle_ = nullptr;

@@ -117,12 +117,14 @@ int run_bench(const BenchOptions& o) {
   std::unique_ptr<ClockSampler> clocks;
   report.settings["clock_sampling"] = "off";
   if (o.clocks) {
+    const std::string pci_bus_id = current_pci_bus_id();  // a driver error keeps its kind (exit 3)
     try {
-      nvml = std::make_unique<NvmlDevice>(current_pci_bus_id());
+      nvml = std::make_unique<NvmlDevice>(pci_bus_id);
     } catch (const Error& e) {
       throw Error(ErrorKind::InvalidInput, std::string("--clocks: ") + e.what());
     }
-    clocks = std::make_unique<ClockSampler>([&](GpuSample* g) { return nvml->read(g); }, std::chrono::milliseconds(5));
+    clocks = std::make_unique<ClockSampler>([dev = nvml.get()](GpuSample* g) { return dev->read(g); },
+                                            std::chrono::milliseconds(5));
     report.settings["clock_sampling"] = "nvml, every 5 ms";
   }
   if (!plan.gemm.empty()) report.settings["cublaslt"] = cublaslt_version();

@@ -6,6 +6,7 @@
 
 #include "apnn/engine.h"
 #include "bench/cases.h"
+#include "bench/clock_sampler.h"
 #include "bench/ours.h"
 #include "bench/report.h"
 #include "engine/tile_choice.h"
@@ -24,12 +25,23 @@ struct Section {
   ClockSampler* clocks = nullptr;  // watches the GPU while rows are timed; null: not sampled
 };
 
-// r.t = time(), with the section's clock sampler watching (r.clocks).
+// r.t = time(), with the section's clock sampler watching (r.clocks); the sampler stops
+// when time() throws too.
 template <class TimeFn>
 void time_row(Section& s, Row& r, TimeFn&& time) {
+  struct Watch {
+    ClockSampler* c;
+    ~Watch() {
+      if (c) c->stop();
+    }
+  } watch{s.clocks};
   if (s.clocks) s.clocks->start();
   r.t = time();
-  if (s.clocks) r.clocks = s.clocks->stop();
+  if (!s.clocks) return;
+  r.clocks = s.clocks->stop();
+  if (r.clocks.samples == 0)
+    std::fprintf(stderr, "bench: no clock reading for %s %s %s (NVML did not answer)\n", r.op.c_str(), r.shape.c_str(),
+                 r.impl.c_str());
 }
 
 // Selects the fastest candidate (algorithm / engine config; timing.h fastest_candidate)

@@ -216,7 +216,8 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
       if (bn == w.bn && bn >= 64 && fills_better(bn)) bn /= 2;
       if (bn >= 32 && fill(bn, false) > 0 && rules::check_tile(tall(bn), s.w, s.x).empty()) w = tall(bn);
     }
-    // Four or more X planes under 2+ W planes (w2a8) and K of 2048 bits or more: a tile
+    // Four or more X planes under 2+ W planes, 16 or more plane pairs (measured on w2a8) and
+    // K of 2048 bits or more: a tile
     // whose one warpgroup column of 16 lets a wgmma cover all X planes (rules::wgmma_x_stack,
     // N = 16q), where the tile chosen so far does not (the heuristic's 64x32 with two
     // warpgroups along N; one column of 32 holds too many accumulators). Same-call bench,
@@ -224,9 +225,9 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     // 125.26 -> 93.75, 14x14x256-o512 3x3/2 64.15 -> 52.04, batch 8 14x14x256 12.39 -> 9.08;
     // with shorter K (C <= 128 at 3x3, every 1x1) the narrow tile's extra gathers cost more
     // than the stacked wgmma saves: 0.66-0.96x.
-    if (!under_wave && s.w.bits >= 2 && s.x.bits >= 4 && p.K_bits >= 2048) {
+    if (!under_wave && s.w.bits >= 2 && s.x.bits >= 4 && s.w.bits * s.x.bits >= 16 && p.K_bits >= 2048) {
       auto stacks_all = [&](const Tile& c) {
-        return rules::check_tile(c, s.w, s.x).empty() && on_wgmma(s, c, t) &&
+        return rules::check_tile(c, s.w, s.x).empty() && fits(s, c, t) && on_wgmma(s, c, t) &&
                rules::wgmma_x_stack(c, s.w, s.x, rules::kernel_plane_groups(with_tile(s, c), t.arch)) == s.x.bits;
       };
       Tile c = w;

@@ -217,6 +217,17 @@ TEST_CASE("bench: clock samples summarize into mean and minimum clock, mean powe
   CHECK(rep.row_json(r).at("clocks").at("sm_mhz_mean").get<double>() == doctest::Approx(1760));
 }
 
+// Waits until pred() holds (a loaded CI machine may schedule the sampler's thread late).
+template <class Pred>
+bool eventually(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 TEST_CASE("bench: the clock sampler reads its source between start and stop, and keeps no failed reading") {
   std::atomic<int> calls{0};
   ClockSampler sampler(
@@ -227,10 +238,10 @@ TEST_CASE("bench: the clock sampler reads its source between start and stop, and
       std::chrono::milliseconds(1));
   CHECK(sampler.stop().samples == 0);  // never started
   sampler.start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  REQUIRE(eventually([&] { return calls.load() >= 3; }));
   const ClockStats s = sampler.stop();
-  CHECK(s.samples >= 2);
-  CHECK(s.samples == calls.load());
+  CHECK(s.samples >= 3);
+  CHECK(s.samples == calls.load());  // every reading kept, none after stop()
   CHECK(s.sm_mhz_min == doctest::Approx(1600));
   CHECK(s.sm_mhz_mean >= 1600);
   CHECK(s.sm_mhz_mean <= 1800);
@@ -238,17 +249,25 @@ TEST_CASE("bench: the clock sampler reads its source between start and stop, and
   const int after = calls.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   CHECK(calls.load() == after);  // stopped: no more readings
-  // A restart drops the earlier samples; a source that fails contributes none.
-  ClockSampler failing([](GpuSample*) { return false; }, std::chrono::milliseconds(1));
-  failing.start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  CHECK(failing.stop().samples == 0);
-  const int before = calls.load();
+
+  // A start always takes a reading, even when stop() follows at once; a restart drops the
+  // earlier samples.
   sampler.start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const ClockStats again = sampler.stop();
-  CHECK(again.samples >= 1);
-  CHECK(again.samples == calls.load() - before);  // only this start's readings
+  const ClockStats at_once = sampler.stop();
+  CHECK(at_once.samples >= 1);
+  CHECK(at_once.samples == calls.load() - after);
+
+  // A source that fails is asked, and contributes no sample.
+  std::atomic<int> failed{0};
+  ClockSampler failing(
+      [&](GpuSample*) {
+        ++failed;
+        return false;
+      },
+      std::chrono::milliseconds(1));
+  failing.start();
+  REQUIRE(eventually([&] { return failed.load() >= 2; }));
+  CHECK(failing.stop().samples == 0);
 }
 
 TEST_CASE("bench: the table has one line per row of ours and names unavailable vendor paths") {

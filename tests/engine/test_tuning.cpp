@@ -282,6 +282,7 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   auto stacked_planes = [&](const KernelSpec& s, const Tile& t) {
     KernelSpec k = s;
     k.tile = t;
+    if (!rules::use_wgmma(k, "sm_90a")) return 0;  // stacking is a wgmma-core property
     return rules::wgmma_x_stack(t, s.w, s.x, rules::kernel_plane_groups(k, "sm_90a"));
   };
   for (const ConvShape& shape : {ConvShape{128, 512, 7, 7, 512}, ConvShape{128, 256, 14, 14, 256}, ConvShape{8, 256, 14, 14, 256}}) {
@@ -298,6 +299,10 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   CHECK(short_k.bn == 32);
   CHECK(short_k.warps_n == 2);
   CHECK(stacked_planes(w2a8, short_k) == 1);
+  // w2a4 (8 plane pairs) was not measured with this tile and keeps its own.
+  const KernelSpec w2a4 = parse_spec_text(
+      R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":4,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  CHECK_FALSE(untuned_tile(w2a4, conv_problem(w2a4, {128, 512, 7, 7, 512}), h100).bn == 16);
   // Stages: 4 where they fit, but 7x7 C=O=512's 128x64/1024 keeps 3, where two blocks share
   // an SM (4 stages leave room for one); w1a4's 64x128 takes 4, its registers allow one block.
   const Tile seven = untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100);
