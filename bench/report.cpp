@@ -115,9 +115,12 @@ void Report::print_table(std::FILE* out) const {
       if (std::find(shapes.begin(), shapes.end(), r.shape) == shapes.end()) shapes.push_back(r.shape);
     }
     if (shapes.empty()) continue;
+    // With --clocks: ours' mean SM clock while timed (the JSON has every row's).
+    const bool clocks = std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return r.op == op && r.clocks.samples > 0; });
     std::string head = fmt::format("{:<24} {:<5} {:>9} {:>8}", op == "gemm" ? "GEMM MxNxK" : "conv", "prec", "ours us", "TOPS");
     for (const std::string& v : vendors) head += fmt::format(" {:>16}", v + " us");
-    head += fmt::format(" {:>8} {:>8} {:>6} {:>6} {}", "speedup", "bin TOPS", "%wgmma", "%mma", "exact");
+    head += fmt::format(" {:>8} {:>8} {:>6} {:>6} {}{}", "speedup", "bin TOPS", "%wgmma", "%mma", clocks ? "  MHz " : "",
+                        "exact");
     std::fprintf(out, "%s\n", head.c_str());
     for (const std::string& shape : shapes) {
       std::vector<const Row*> vrow;
@@ -133,9 +136,10 @@ void Report::print_table(std::FILE* out) const {
         const double binary = tops(r.ops * r.p * r.q, r.t.us);
         std::string line = fmt::format("{:<24} {:<5} {:>9.2f} {:>8.1f}", shape, r.prec, r.t.us, tops(r.ops, r.t.us));
         for (const Row* v : vrow) line += fmt::format(" {:>16}", us_cell(v));
-        line += fmt::format(" {:>8} {:>8.0f} {:>5.1f}% {:>5.1f}% {}",
+        line += fmt::format(" {:>8} {:>8.0f} {:>5.1f}% {:>5.1f}% {}{}",
                             best ? fmt::format("{:.2f}x", speedup(best->t.us, r.t.us)) : "-", binary,
                             100 * efficiency(binary, peaks.wgmma_b1_tops), 100 * efficiency(binary, peaks.mma_sync_b1_tops),
+                            !clocks ? "" : r.clocks.samples > 0 ? fmt::format("{:>5.0f} ", r.clocks.sm_mhz_mean) : "    - ",
                             r.mismatches == 0 ? "yes" : "NO");
         std::fprintf(out, "%s\n", line.c_str());
       }

@@ -298,6 +298,20 @@ TEST_CASE("bench: the table has one line per row of ours and names unavailable v
   CHECK(contains(lines[1], "yes"));
   CHECK(contains(lines[2], "NO"));
   CHECK(contains(lines[3], "no algorithm for 64x128x128"));
+  CHECK_FALSE(contains(lines[0], "MHz"));  // not sampled: no clock column
+
+  // With --clocks the rows of ours show their mean SM clock; an unsampled one shows "-".
+  rep.rows[2].clocks = summarize({{1754, 600, true}});
+  f = open_memstream(&buf, &len);
+  rep.print_table(f);
+  std::fclose(f);
+  const std::string with_clocks(buf, len);
+  free(buf);
+  const auto clock_lines = lines_of(with_clocks);
+  REQUIRE(clock_lines.size() >= 3);
+  CHECK(contains(clock_lines[0], "MHz"));
+  CHECK(contains(clock_lines[1], " 1754 yes"));
+  CHECK(contains(clock_lines[2], "    - NO"));
 }
 
 TEST_CASE("bench: the SVG chart draws one bar per value, escapes labels, and rises or hangs from 1x") {
