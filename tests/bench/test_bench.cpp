@@ -270,6 +270,18 @@ TEST_CASE("bench: the clock sampler reads its source between start and stop, and
   CHECK(failing.stop().samples == 0);
 }
 
+// What Report::print_table writes.
+std::string table_text(const Report& rep) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = open_memstream(&buf, &len);
+  rep.print_table(f);
+  std::fclose(f);
+  std::string text(buf, len);
+  free(buf);
+  return text;
+}
+
 TEST_CASE("bench: the table has one line per row of ours and names unavailable vendor paths") {
   Report rep;
   const double ops = gemm_ops(64, 128, 128);
@@ -282,14 +294,7 @@ TEST_CASE("bench: the table has one line per row of ours and names unavailable v
   Row bad = ours("64x128x128", "w1a2", 1, 2, ops, 3);
   bad.mismatches = 1;
   rep.rows.push_back(bad);
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* f = open_memstream(&buf, &len);
-  rep.print_table(f);
-  std::fclose(f);
-  const std::string text(buf, len);
-  free(buf);
-  const auto lines = lines_of(text);
+  const auto lines = lines_of(table_text(rep));
   REQUIRE(lines.size() >= 4);
   CHECK(contains(lines[0], "cublaslt-int8 us"));
   CHECK(contains(lines[1], "w1a1"));
@@ -302,12 +307,7 @@ TEST_CASE("bench: the table has one line per row of ours and names unavailable v
 
   // With --clocks the rows of ours show their mean SM clock; an unsampled one shows "-".
   rep.rows[2].clocks = summarize({{1754, 600, true}});
-  f = open_memstream(&buf, &len);
-  rep.print_table(f);
-  std::fclose(f);
-  const std::string with_clocks(buf, len);
-  free(buf);
-  const auto clock_lines = lines_of(with_clocks);
+  const auto clock_lines = lines_of(table_text(rep));
   REQUIRE(clock_lines.size() >= 3);
   CHECK(contains(clock_lines[0], "MHz"));
   CHECK(contains(clock_lines[1], " 1754 yes"));
