@@ -3,6 +3,7 @@
 #include "apnn/engine.h"
 #include "cli/commands.h"
 #include "cli/shape_flags.h"
+#include "engine/input_sets.h"
 #include "engine/verify.h"
 
 namespace apnn::cli {
@@ -13,15 +14,20 @@ void add_verify(CLI::App& app, Action* action) {
   auto shape = std::make_shared<ShapeFlags>(cmd);
   auto seed = std::make_shared<uint64_t>(1);
   auto as_json = std::make_shared<bool>(false);
+  auto input_sets = std::make_shared<int>(0);
   cmd->add_option("spec", *spec_path, "kernel spec (JSON file)")->required();
   cmd->add_option("--seed", *seed, "random seed (default 1)");
+  cmd->add_option("--input-sets", *input_sets,
+                  "input sets the timing rotates through: 0 (default) as many as keep the operands out of L2, as "
+                  "bench and tune time; 1 leaves one set's operands in L2")
+      ->check(CLI::Range(0, kMaxInputSets));
   cmd->add_flag("--json", *as_json, "print the report as one JSON line");
   cmd->callback([=] {
     *action = [=] {
       const KernelSpec spec = load_spec_file(*spec_path);
       Engine engine;
-      const VerifyReport r = spec.op == Op::Apmm ? verify_apmm(engine, spec, shape->apmm(spec), *seed)
-                                                 : verify_apconv(engine, spec, shape->conv(spec), *seed);
+      const VerifyReport r = spec.op == Op::Apmm ? verify_apmm(engine, spec, shape->apmm(spec), *seed, 50, *input_sets)
+                                                 : verify_apconv(engine, spec, shape->conv(spec), *seed, 50, *input_sets);
       std::printf("%s\n", *as_json ? r.to_json().dump().c_str() : r.to_text().c_str());
       return r.mismatches == 0 ? 0 : 1;
     };

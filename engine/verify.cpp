@@ -15,6 +15,7 @@
 #include "apnn/reference.h"
 #include "engine/apmm_runner.h"
 #include "engine/conv_runner.h"
+#include "engine/input_sets.h"
 #include "runtime/device.h"
 #include "runtime/steady_timing.h"
 
@@ -112,6 +113,7 @@ nlohmann::json VerifyReport::to_json() const {
                       {"mismatches", mismatches},
                       {"output", output},
                       {"kernel_us", kernel_us},
+                      {"input_sets", input_sets},
                       {"pack_us", pack_us},
                       {"tops", tops}};
   if (mismatches) j["first_mismatch"] = first_mismatch;
@@ -120,10 +122,10 @@ nlohmann::json VerifyReport::to_json() const {
 }
 
 std::string VerifyReport::to_text() const {
-  return fmt::format("verify {} {} on {} ({}): {} output, {} words checked, mismatches {}{}, kernel {:.2f} us ({:.1f} TOPS), "
-                     "pack {:.2f} us",
+  return fmt::format("verify {} {} on {} ({}): {} output, {} words checked, mismatches {}{}, kernel {:.2f} us ({:.1f} TOPS) "
+                     "over {} input sets, pack {:.2f} us",
                      canonical, shape.dump(), device, arch, output, checked, mismatches,
-                     mismatches ? " (first " + first_mismatch + ")" : "", kernel_us, tops, pack_us);
+                     mismatches ? " (first " + first_mismatch + ")" : "", kernel_us, tops, input_sets, pack_us);
 }
 
 namespace {
@@ -140,7 +142,7 @@ std::string output_name(const Epilogue& e) {
 }  // namespace
 
 VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& s, uint64_t seed,
-                         int timing_launches) {
+                         int timing_launches, int input_sets) {
   check_apmm_shape(spec, s);
   VerifyReport rep;
   rep.shape = {{"m", s.M}, {"n", s.N}, {"k", s.K}};
@@ -169,14 +171,17 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
   compare_output(out, want, &rep);
 
   if (timing_launches > 0) {
-    rep.kernel_us = time_rotated(TimingRule{timing_launches}, 1, [&](int) { runner.gemm(pw, px, ep, out); }).us;
+    ApmmInputSets in(runner, spec, s, input_sets, seed + 2);
+    rep.input_sets = in.sets();
+    rep.kernel_us =
+        time_rotated(TimingRule{timing_launches}, in.sets(), [&](int i) { runner.gemm(in.w[i], in.x[i], ep, in.y[i]); }).us;
     rep.tops = 2.0 * s.M * s.N * s.K / (rep.kernel_us * 1e-6) / 1e12;
   }
   return rep;
 }
 
 VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, uint64_t seed,
-                           int timing_launches) {
+                           int timing_launches, int input_sets) {
   const ConvGeometry g = conv_geometry(spec, shape);
   VerifyReport rep;
   rep.shape = {{"batch", g.N}, {"in_channels", g.C}, {"height", g.H}, {"width", g.W}, {"out_channels", g.O},
@@ -209,7 +214,11 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
   compare_output(out, want, &rep);
 
   if (timing_launches > 0) {
-    rep.kernel_us = time_rotated(TimingRule{timing_launches}, 1, [&](int) { runner.conv(pw, px, g, ep, out); }).us;
+    ConvInputSets in(runner, spec, g, input_sets, seed + 2);
+    rep.input_sets = in.sets();
+    rep.kernel_us = time_rotated(TimingRule{timing_launches}, in.sets(), [&](int i) {
+                      runner.conv(in.w[i], in.x[i], g, ep, in.y[i]);
+                    }).us;
     rep.tops = 2.0 * pixels * g.O * g.C * khw / (rep.kernel_us * 1e-6) / 1e12;
   }
   return rep;

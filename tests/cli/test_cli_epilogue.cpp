@@ -1,7 +1,9 @@
 // End-to-end tests of the `apnn` binary with fused epilogue chains: compile prints the
 // canonical chain, bad chains and bad parameter files are exit 2 with one stderr line naming
 // the problem (checked before any GPU work), and without a GPU a valid run is exit 3 and
-// writes nothing. Each test has its own scratch directory and APNN_CACHE_DIR.
+// writes nothing; on a GPU, outputs equal the CPU reference through the chain and `verify`
+// reports the input sets it timed over. Each test has its own scratch directory and
+// APNN_CACHE_DIR.
 #include <doctest/doctest.h>
 
 #include "run_cli.h"
@@ -438,4 +440,44 @@ TEST_CASE("cli epilogue: on a GPU, gemm and conv files equal the CPU reference t
   CHECK(std::vector<uint32_t>(mm_planes.values.begin(), mm_planes.values.end()) == ref_q.planes);
   CHECK(std::vector<int32_t>(rowsum.values.begin(), rowsum.values.end()) == ref_q.pixsum);
   MESSAGE("cli epilogue on the GPU: conv packed/unpacked/sums and gemm float/packed/sums equal the reference");
+}
+
+// verify on a chain: exact, and timed over the input sets it reports (by default as many as
+// keep the operands out of L2, as the bench times; one on request).
+TEST_CASE("cli epilogue: on a GPU, verify checks a chain and times it over the input sets it reports") {
+  if (!gpu_present()) {
+    MESSAGE("no CUDA device: the GPU end-to-end checks are skipped");
+    return;
+  }
+  Sandbox sb;
+  const std::string mm = sb.spec("mm.json", mm_spec(json::array({kScaleBias, kRelu, kQuant2})));
+  const std::string cv = sb.spec("conv.json", conv_spec(json::array({kScaleBias, kRelu, kMaxPool2, kQuant2})));
+  const std::vector<std::string> mm_shape = {"--m", "96", "--n", "80", "--k", "1000", "--json"};
+  const std::vector<std::string> cv_shape = {"--batch", "2", "--in-channels", "40", "--height", "10", "--width", "6",
+                                             "--out-channels", "24", "--json"};
+  struct Case {
+    std::string spec;
+    std::vector<std::string> shape, sets;
+    int want_sets;  // 0: the L2 rule's count, at least 2
+  };
+  for (const Case& c : {Case{mm, mm_shape, {}, 0}, Case{mm, mm_shape, {"--input-sets", "1"}, 1},
+                        Case{mm, mm_shape, {"--input-sets", "3"}, 3}, Case{cv, cv_shape, {}, 0},
+                        Case{cv, cv_shape, {"--input-sets", "2"}, 2}}) {
+    std::vector<std::string> args = {"verify", c.spec};
+    args.insert(args.end(), c.shape.begin(), c.shape.end());
+    args.insert(args.end(), c.sets.begin(), c.sets.end());
+    const CliResult r = sb.run(args);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const json j = json::parse(r.out);
+    CHECK(j.at("mismatches") == 0);
+    CHECK(j.at("checked").get<uint64_t>() > 0);
+    CHECK(j.at("kernel_us").get<double>() > 0);
+    if (c.want_sets > 0) {
+      CHECK(j.at("input_sets") == c.want_sets);
+    } else {
+      CHECK(j.at("input_sets").get<int>() >= 2);
+      CHECK(j.at("input_sets").get<int>() <= 32);
+    }
+  }
+  MESSAGE("cli verify on the GPU: chains exact, timed over the reported input sets");
 }
