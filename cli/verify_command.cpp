@@ -18,16 +18,18 @@ void add_verify(CLI::App& app, Action* action) {
   cmd->add_option("spec", *spec_path, "kernel spec (JSON file)")->required();
   cmd->add_option("--seed", *seed, "random seed (default 1)");
   cmd->add_option("--input-sets", *input_sets,
-                  "input sets the timing rotates through: 0 (default) as many as keep the operands out of L2, as "
-                  "bench and tune time; 1 leaves one set's operands in L2")
+                  "input sets the timing rotates through, each with its own output: 0 (default) enough to span 4x the "
+                  "L2 cache (2 to 32), as bench and tune time; 1 reuses one set, L2-resident where it fits")
+      ->check(CLI::Number)
       ->check(CLI::Range(0, kMaxInputSets));
   cmd->add_flag("--json", *as_json, "print the report as one JSON line");
   cmd->callback([=] {
     *action = [=] {
       const KernelSpec spec = load_spec_file(*spec_path);
       Engine engine;
-      const VerifyReport r = spec.op == Op::Apmm ? verify_apmm(engine, spec, shape->apmm(spec), *seed, 50, *input_sets)
-                                                 : verify_apconv(engine, spec, shape->conv(spec), *seed, 50, *input_sets);
+      const int launches = TimingRule{}.launches;
+      const VerifyReport r = spec.op == Op::Apmm ? verify_apmm(engine, spec, shape->apmm(spec), *seed, launches, *input_sets)
+                                                 : verify_apconv(engine, spec, shape->conv(spec), *seed, launches, *input_sets);
       std::printf("%s\n", *as_json ? r.to_json().dump().c_str() : r.to_text().c_str());
       return r.mismatches == 0 ? 0 : 1;
     };

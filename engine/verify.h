@@ -7,6 +7,7 @@
 #include "apnn/conv_layout.h"
 #include "apnn/engine.h"
 #include "engine/epilogue_device.h"
+#include "runtime/steady_timing.h"
 
 namespace apnn {
 
@@ -20,7 +21,7 @@ struct VerifyReport {
   uint64_t mismatches = 0;
   std::string first_mismatch;    // "index i: gpu G, cpu C" when mismatches > 0
   double kernel_us = 0;          // median over repeats of back-to-back launches
-  int input_sets = 0;            // input sets the timing rotated through (0: not timed)
+  Timing timing;                 // launches, repeats and input sets of that median (sets 0: not timed)
   double pack_us = 0;            // packing both operands once
   double tops = 0;               // logical multiply-adds x2 per second, 1e12
   nlohmann::json to_json() const;
@@ -46,13 +47,13 @@ EpilogueParams verify_params(const Epilogue& e, const std::vector<int32_t>& y, c
 void compare_output(const LayerBuffers& got, const ExpectedOutput& want, VerifyReport* rep);
 
 // Random inputs (and chain parameters); timing_launches = 0 skips timing. The timing
-// rotates through input_sets sets of other random inputs (engine/input_sets.h; at most
-// kMaxInputSets), 0 as many as keep the operands out of L2, as `apnn bench` and `apnn tune`
-// time: with one set the operands stay in L2, which ranked tiles differently from the bench
-// (bench/NOTES.md, session 16).
+// rotates through input_sets sets of other random inputs, each with its own output
+// (engine/input_sets.h; 1 to kMaxInputSets), 0 for rotation_sets' count (enough to span 4x
+// the L2 cache, 2 to 32), as `apnn bench` and `apnn tune` time. One set stays in L2 where it
+// fits, which ranked tiles differently from the bench (bench/NOTES.md, session 16).
 VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, uint64_t seed,
-                         int timing_launches = 50, int input_sets = 0);
+                         int timing_launches = TimingRule{}.launches, int input_sets = 0);
 VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, uint64_t seed,
-                           int timing_launches = 50, int input_sets = 0);
+                           int timing_launches = TimingRule{}.launches, int input_sets = 0);
 
 }  // namespace apnn

@@ -22,7 +22,7 @@ for prec in "1 unsigned 1 unsigned" "1 pm1 2 unsigned" "2 unsigned 2 unsigned"; 
   for shape in "64 1024 1024" "4096 4096 4096"; do
     set -- $shape
     "$bin/apnn" verify /tmp/spec.json --m $1 --n $2 --k $3 --json | tee -a "$out/verify.jsonl" \
-      | python3 -c "import json,sys; r=json.load(sys.stdin); s=r['spec']; print('w%da%d %s: %.2f us (%.1f TOPS), mismatches %d' % (s['w_bits'], s['x_bits'], 'x'.join(str(r['shape'][k]) for k in 'mnk'), r['kernel_us'], r['tops'], r['mismatches']))" || status=1
+      | python3 -c "import json,sys; r=json.load(sys.stdin); s=r['spec']; print('w%da%d %s: %.2f us (%.1f TOPS) over %d input sets, mismatches %d' % (s['w_bits'], s['x_bits'], 'x'.join(str(r['shape'][k]) for k in 'mnk'), r['kernel_us'], r['tops'], r['timing']['sets'], r['mismatches']))" || status=1
   done
 done
 if command -v cuobjdump >/dev/null; then
@@ -35,7 +35,7 @@ for prec in "1 pm1 2 unsigned" "2 signed 2 unsigned" "1 pm1 4 unsigned" "2 signe
   echo "{\"op\":\"apconv\",\"w_bits\":$1,\"w_enc\":\"$2\",\"x_bits\":$3,\"x_enc\":\"$4\",\"kernel\":[3,3],\"stride\":[1,1],\"pad\":[1,1]}" > /tmp/conv.json
   for c in 128 256 512 1024; do
     "$bin/apnn" verify /tmp/conv.json --batch 1 --in-channels $c --height 16 --width 16 --out-channels $c --json \
-      | tee -a "$out/verify.jsonl" | python3 -c "import json,sys; r=json.load(sys.stdin); print('w%da%d C=O=%d: %.2f us, mismatches %d' % (r['spec']['w_bits'], r['spec']['x_bits'], r['shape']['in_channels'], r['kernel_us'], r['mismatches']))" || status=1
+      | tee -a "$out/verify.jsonl" | python3 -c "import json,sys; r=json.load(sys.stdin); print('w%da%d C=O=%d: %.2f us over %d input sets, mismatches %d' % (r['spec']['w_bits'], r['spec']['x_bits'], r['shape']['in_channels'], r['kernel_us'], r['timing']['sets'], r['mismatches']))" || status=1
   done
 done
 echo "== apnn bench: ours vs cuBLASLt int8/fp8/fp16 and cuDNN fp16/int8, one process, one timing rule"

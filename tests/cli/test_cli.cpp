@@ -338,6 +338,7 @@ TEST_CASE("cli: bad specs and options give exit 2 and one stderr line naming the
   expect_error(sb, {"verify", good, "--m", "eight", "--n", "8", "--k", "8"}, 2, {"--m"});
   expect_error(sb, {"verify", good, "--m", "8", "--n", "8", "--k", "8", "--input-sets", "33"}, 2, {"--input-sets", "33"});
   expect_error(sb, {"verify", good, "--m", "8", "--n", "8", "--k", "8", "--input-sets", "-1"}, 2, {"--input-sets"});
+  expect_error(sb, {"verify", good, "--m", "8", "--n", "8", "--k", "8", "--input-sets", "two"}, 2, {"--input-sets", "two"});
   expect_error(sb, {"gemm", good, "--w", "w.npy", "--x", "x.npy"}, 2, {"--out"});
   CHECK(cache_entries(sb.cache()) == 0);
 }
