@@ -68,21 +68,50 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
         row_term[half] += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(this->K);
     }
   }
-  // ... and its column pairs in kCount fragments of 8 columns from column n0.
+  // ... and its columns': with pm1 (offset) weights, kOffsetW * xsum per column. On the TMA
+  // core they are loaded at each patch's start (load_column_terms) by lane l for the
+  // warpgroup's columns l, l + 32, ..., so that the load's latency passes under the mainloop,
+  // and the epilogue gathers a thread's columns with shuffles. Loaded 8 columns at a time in
+  // the epilogue they cost a memory latency per 32 columns: in the bench, against that,
+  // w1a2 8192^3 267.07 -> 246.31 us, w1a3 and w1a4 1.13-1.24x at 1024^3 to 8192x4096^2 (session 16,
+  // device call 9). The cp.async core keeps the epilogue's loads: its 8x2 w1a2 tile at
+  // 1024x4096x4096 was 4% slower with them at the tile's start (same call).
+  static constexpr bool kTermsAtTileStart = T::kClusterM * T::kClusterN > 1;  // the TMA core
+  static constexpr int kTermRegs = Core90::kWN < 32 ? 1 : Core90::kWN / 32;
+  mutable u32 col_terms[kTermRegs];
+  __device__ __forceinline__ void load_column_terms(int n_base) const {
+    if constexpr (T::kOffsetW != 0 && kTermsAtTileStart) {
+      const int lane = threadIdx.x & 31;
+#pragma unroll
+      for (int j = 0; j < kTermRegs; ++j) {
+        const int c = lane + 32 * j, n = n_base + c;
+        col_terms[j] = c < Core90::kWN && n < this->N ? static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n) : 0u;
+      }
+    }
+  }
+  // The column pairs of kCount fragments of 8 columns from fragment ni0 (a compile-time
+  // constant once unrolled) of the warpgroup's columns from n_base; on the TMA core every
+  // lane of the warp takes part.
   template <int kCount>
-  __device__ __forceinline__ void column_terms(int n0, int tig, u32 (&col)[kCount][2]) const {
+  __device__ __forceinline__ void column_terms(int n_base, int ni0, int tig, u32 (&col)[kCount][2]) const {
 #pragma unroll
     for (int c = 0; c < kCount; ++c)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int n = n0 + c * 8 + 2 * tig + e;
-        col[c][e] = T::kOffsetW != 0 && n < this->N ? static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n) : 0u;
+        if constexpr (T::kOffsetW == 0) {
+          col[c][e] = 0u;
+        } else if constexpr (kTermsAtTileStart) {
+          col[c][e] = __shfl_sync(0xffffffffu, col_terms[(ni0 + c) / 4], ((ni0 + c) % 4) * 8 + 2 * tig + e);
+        } else {
+          const int n = n_base + (ni0 + c) * 8 + 2 * tig + e;
+          col[c][e] = n < this->N ? static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n) : 0u;
+        }
       }
   }
 
-  // ApmmProblem::store's arithmetic, with the correction terms loaded a chunk of columns
-  // ahead of their stores (the compiler cannot tell y from wsum/xsum, so a load after a
-  // store would wait for it: a memory latency per column pair of the warp's slice).
+  // ApmmProblem::store's arithmetic, the column terms gathered a chunk of columns at a time
+  // (column_terms) and the row terms loaded before the first store (the compiler cannot tell
+  // y from wsum, so a load after a store would wait for it).
   __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base, int g,
                                         int tig) const {
     constexpr int kChunk = kNI < 4 ? kNI : 4;
@@ -91,7 +120,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
 #pragma unroll
     for (int ni0 = 0; ni0 < kNI; ni0 += kChunk) {
       u32 col[kChunk][2];
-      column_terms(n_base + ni0 * 8, tig, col);
+      column_terms(n_base, ni0, tig, col);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int m = m_base + g + half * 8;
@@ -120,7 +149,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   __device__ __forceinline__ void stage_box(const i32 (&acc)[T::kGroups][1][kNI][4], int c, const u32 (&row_term)[2],
                                             u32 buf, int n_base, int row0, int g, int tig) const {
     u32 col[4][2];
-    column_terms(n_base + c * 32, tig, col);
+    column_terms(n_base, c * 4, tig, col);
 #pragma unroll
     for (int f = 0; f < 4; ++f)
 #pragma unroll

@@ -100,7 +100,8 @@ struct GemmSm90aTma {
     }
   }
 
-  // Problem: m/n bounds and store(), store_staged(), store_tile_staged() and finish_stores()
+  // Problem: m/n bounds, load_column_terms(n_base) (before each patch's mainloop, with the
+  // warpgroup's first column), store(), store_staged(), store_tile_staged() and finish_stores()
   // (ApmmProblemSm90a); its operand pointers are not read (the tensor maps describe the
   // operands).
   template <class Problem>
@@ -158,6 +159,7 @@ struct GemmSm90aTma {
     const int a_row0 = wg_m * 64 + (warp & 3) * 16;
     int i = 0;
     for (int u = blockIdx.x / kCluster; u < patches.count; u += gridDim.x / kCluster) {
+      prob.load_column_terms(patches.n0(u, rn) + wg_n * Base::kWN);  // the epilogue's, loaded under the mainloop
       for (int kt = 0; kt < ktiles; ++kt, ++i) {
         const int slot = i % T::kStages;
         ptx::mbar_wait(full0 + slot * 8, (i / T::kStages) & 1);
