@@ -220,11 +220,10 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     // K of 2048 bits or more: a tile whose one warpgroup column of 16 lets a wgmma cover all
     // X planes (rules::wgmma_x_stack, N = 16q), where the tile chosen so far does not (the
     // heuristic's 64x32 with two warpgroups along N; one column of 32 holds too many
-    // accumulators). Same-call bench,
-    // w2a8 (session 15, device call 1): batch 128 7x7x512 107.03 -> 77.76 us, 14x14x256
-    // 125.26 -> 93.75, 14x14x256-o512 3x3/2 64.15 -> 52.04, batch 8 14x14x256 12.39 -> 9.08;
-    // with shorter K (C <= 128 at 3x3, every 1x1) the narrow tile's extra gathers cost more
-    // than the stacked wgmma saves: 0.66-0.96x.
+    // accumulators). Same-call bench, w2a8 (session 15, device call 1): batch 128 7x7x512
+    // 107.03 -> 77.76 us, 14x14x256 125.26 -> 93.75, 14x14x256-o512 3x3/2 64.15 -> 52.04,
+    // batch 8 14x14x256 12.39 -> 9.08; with shorter K (C <= 128 at 3x3, every 1x1) the narrow
+    // tile's extra gathers cost more than the stacked wgmma saves: 0.66-0.96x.
     if (!under_wave && s.w.bits >= 2 && s.x.bits >= 4 && s.w.bits * s.x.bits >= 16 && p.K_bits >= 2048) {
       auto stacks_all = [&](const Tile& c) {
         return rules::check_tile(c, s.w, s.x).empty() && fits(s, c, t) && on_wgmma(s, c, t) &&

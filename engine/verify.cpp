@@ -112,7 +112,7 @@ nlohmann::json VerifyReport::to_json() const {
                       {"checked", checked},
                       {"mismatches", mismatches},
                       {"output", output},
-                      {"kernel_us", kernel_us},
+                      {"kernel_us", timing.us},
                       {"pack_us", pack_us},
                       {"tops", tops}};
   if (timing.sets > 0) j["timing"] = {{"launches", timing.launches}, {"repeats", timing.repeats}, {"sets", timing.sets}};
@@ -123,7 +123,7 @@ nlohmann::json VerifyReport::to_json() const {
 
 std::string VerifyReport::to_text() const {
   const std::string timed =
-      timing.sets > 0 ? fmt::format(", kernel {:.2f} us ({:.1f} TOPS) over {} input set{}", kernel_us, tops, timing.sets,
+      timing.sets > 0 ? fmt::format(", kernel {:.2f} us ({:.1f} TOPS) over {} input set{}", timing.us, tops, timing.sets,
                                     timing.sets == 1 ? "" : "s")
                       : "";
   return fmt::format("verify {} {} on {} ({}): {} output, {} words checked, mismatches {}{}{}, pack {:.2f} us", canonical,
@@ -140,6 +140,13 @@ std::string output_name(const Epilogue& e) {
     case OutputType::Packed: return e.quantize()->out.describe() + " packed";
   }
   return "?";
+}
+
+// Times launch(i) over `sets` input sets into rep: the timing and the TOPS of `ops`
+// (multiply-adds x2).
+void time_sets(VerifyReport* rep, int launches, int sets, double ops, const std::function<void(int)>& launch) {
+  rep->timing = time_rotated(TimingRule{launches}, sets, launch);
+  rep->tops = ops / (rep->timing.us * 1e-6) / 1e12;
 }
 
 }  // namespace
@@ -177,10 +184,8 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
 
   if (timing_launches > 0) {
     ApmmInputSets in(runner, spec, s, input_sets, seed + 2);
-    rep.timing = time_rotated(TimingRule{timing_launches}, in.sets(),
-                              [&](int i) { runner.gemm(in.w[i], in.x[i], ep, in.y[i]); });
-    rep.kernel_us = rep.timing.us;
-    rep.tops = 2.0 * s.M * s.N * s.K / (rep.kernel_us * 1e-6) / 1e12;
+    time_sets(&rep, timing_launches, in.sets(), 2.0 * s.M * s.N * s.K,
+              [&](int i) { runner.gemm(in.w[i], in.x[i], ep, in.y[i]); });
   }
   return rep;
 }
@@ -222,10 +227,8 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
 
   if (timing_launches > 0) {
     ConvInputSets in(runner, spec, g, input_sets, seed + 2);
-    rep.timing = time_rotated(TimingRule{timing_launches}, in.sets(),
-                              [&](int i) { runner.conv(in.w[i], in.x[i], g, ep, in.y[i]); });
-    rep.kernel_us = rep.timing.us;
-    rep.tops = 2.0 * pixels * g.O * g.C * khw / (rep.kernel_us * 1e-6) / 1e12;
+    time_sets(&rep, timing_launches, in.sets(), 2.0 * pixels * g.O * g.C * khw,
+              [&](int i) { runner.conv(in.w[i], in.x[i], g, ep, in.y[i]); });
   }
   return rep;
 }

@@ -20,8 +20,8 @@ struct VerifyReport {
   int distinct = 0;              // packed outputs: how many quantizer levels occur (a spread check)
   uint64_t mismatches = 0;
   std::string first_mismatch;    // "index i: gpu G, cpu C" when mismatches > 0
-  double kernel_us = 0;          // median over repeats of back-to-back launches
-  Timing timing;                 // launches, repeats and input sets of that median (sets 0: not timed)
+  Timing timing;                 // the kernel's median time (us) over repeats of back-to-back launches, their
+                                 // launches, repeats and input sets (sets 0: not timed)
   double pack_us = 0;            // packing both operands once
   double tops = 0;               // logical multiply-adds x2 per second, 1e12
   nlohmann::json to_json() const;
