@@ -102,30 +102,28 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
       // The TMA core with a cluster of 2 sharing the larger operand tile, when the tiles pair
       // up: faster than the cp.async core at 1024x4096x4096 and 8192x4096x4096 by 1.05x (w1a1),
       // 1.09-1.15x (w1a2) and 1.26-1.40x (w2a2) (session 4 device calls 10-11;
-      // bench/NOTES-wgmma.md). w1a2 has since changed sides at K up to 4096 bits (below).
+      // bench/NOTES-wgmma.md). w1a2's tile is refined below.
       Tile c2 = wt;
       c2.cluster = 2;
       const int64_t tiles_along_pair =
           rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
       if (tiles_along_pair >= 2 && fits(s, c2, t)) {
-        // Short K makes the int32 output the larger stream. w1a2's 128x128 tile (its
-        // accumulators allow no wider) fills shared memory with 4 stages, one block per SM
-        // whose stores stall its tensor cores; 128x32 with 3 stages leaves room for the
-        // output staging and other blocks. apnn tune (session 8, device call 5), w1a2:
-        // 8192x1024x1024 17.27 us against 23.20, 8192x2048x2048 34.85 against 43.61. At
-        // 8192^3 the wide tile wins (261 against 322 us for 128x64, call 3).
-        Tile narrow = c2;
+        // w1a2's 128x128 tile (its accumulators allow no wider) with 3 stages rather than 4:
+        // the 64 KB freed hold the whole output tile, whose bulk stores then leave the tensor
+        // cores running. With pm1 weights' column terms loaded at each patch's
+        // start (generator 21), apnn bench, w1a2 pm1 (session 17, device call 3), against the
+        // tiles this rule took before: 8192x4096x4096 74.63 us against 92.39 (cp.async 8x2),
+        // 8192x2048x2048 28.57 against 32.96 (128x32), 8192^3 236.24 against 251.35 (4
+        // stages), 1024x4096x4096 14.09 against 14.96.
+        Tile staged = c2;
+        staged.stages = 3;
+        // K of one 1024-bit stage: 128x32 with 3 stages, more tiles for the short mainloop;
+        // 8192x1024x1024 15.18 us against the staged tile's 15.69 (same call; apnn tune in
+        // session 8 device call 5: 17.27 against 23.20 for 128x128 with 4 stages).
+        Tile narrow = staged;
         narrow.bn = 32;
-        narrow.stages = 3;
-        if (c2.bn == 128 && p.K_bits <= 2048 && fits(s, narrow, t)) return narrow;
-        // K up to 4096 bits: the cp.async core's 128x128 with two warpgroups along N. apnn
-        // tune, w1a2 1024x4096x4096: 15.96 us (session 8, call 5) and 15.90 (session 9, call
-        // 9) against the TMA tile's 18.64 / 19.01; the bench at 8192x4096x4096 (session 9,
-        // call 12): 96.55 / 96.28 against 98.88 / 98.15. Longer K keeps the TMA tile, the
-        // best known at 8192^3.
-        Tile split = wt;
-        split.warps_n = 2;
-        if (c2.bn == 128 && p.K_bits <= 4096 && fits(s, split, t) && on_wgmma(s, split, t)) return split;
+        if (c2.bn == 128 && p.K_bits <= 1024 && fits(s, narrow, t)) return narrow;
+        if (c2.bn == 128 && fits(s, staged, t)) return staged;
         return c2;
       }
       return wt;

@@ -154,28 +154,25 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   Tile wt;
   REQUIRE(rules::wgmma_tile(&wt, w1a2().w, w1a2().x));
   const Problem big = apmm_problem({4000, 4096, 8192});
-  // ... on the TMA core with a cluster of 2 (the X tile shared: 32 M tiles pair up).
-  Tile wt2 = wt;
-  wt2.cluster = 2;
-  CHECK(*resolve_tile(w1a2(), big, target).tile == wt2);
+  // ... on the TMA core with a cluster of 2 (the X tile shared: 32 M tiles pair up); w1a2's
+  // 128x128 tile with 3 stages, which leave room for the whole output tile's staging.
+  Tile staged = wt;
+  staged.cluster = 2;
+  staged.stages = 3;
+  CHECK(*resolve_tile(w1a2(), big, target).tile == staged);
   CHECK(rules::use_wgmma(resolve_tile(w1a2(), big, target), "sm_90a"));
-  // K of 2048 bits or less: w1a2's 128x128 tile becomes 128x32 with 3 stages (room for the
-  // output staging and more blocks per SM); K = 4096 and w2a2's 128x64 keep theirs.
-  Tile narrow = wt2;
+  CHECK(rules::tma_tile_error(staged, w1a2()).empty());
+  for (const ApmmShape& shape : {ApmmShape{8192, 2048, 2048}, ApmmShape{1024, 4096, 4096}, ApmmShape{8192, 4096, 4096},
+                                 ApmmShape{8192, 8192, 8192}})
+    CHECK(*resolve_tile(w1a2(), apmm_problem(shape), target).tile == staged);
+  // K of one 1024-bit stage: 128x32, more tiles for the short mainloop; w2a2's 128x64 keeps
+  // its 4 stages.
+  Tile narrow = staged;
   narrow.bn = 32;
-  narrow.stages = 3;
   CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 1024, 1024}), target).tile == narrow);
-  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 2048, 2048}), target).tile == narrow);
   CHECK(rules::tma_tile_error(narrow, w1a2()).empty());
   CHECK(resolve_tile(w2a2(), apmm_problem({8192, 1024, 1024}), target).tile->bn == 64);
-  // K of 2049-4096 bits: the cp.async core's 128x128 with two warpgroups along N; longer K
-  // keeps the TMA tile.
-  Tile split = wt;
-  split.warps_n = 2;
-  CHECK(*resolve_tile(w1a2(), apmm_problem({1024, 4096, 4096}), target).tile == split);
-  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 4096, 4096}), target).tile == split);
-  CHECK(rules::use_wgmma(resolve_tile(w1a2(), apmm_problem({1024, 4096, 4096}), target), "sm_90a"));
-  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 8192, 8192}), target).tile == wt2);
+  CHECK(resolve_tile(w2a2(), apmm_problem({8192, 4096, 4096}), target).tile->stages == 4);
   CHECK(resolve_tile(w2a2(), apmm_problem({1024, 4096, 4096}), target).tile->cluster == 2);
   // A single M tile cannot pair along M: the cp.async wgmma core (N=16384: 128 tiles of 128
   // columns, over half a wave).
