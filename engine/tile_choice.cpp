@@ -122,8 +122,10 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         // session 8 device call 5: 17.27 against 23.20 for 128x128 with 4 stages).
         Tile narrow = staged;
         narrow.bn = 32;
-        if (c2.bn == 128 && p.K_bits <= 1024 && fits(s, narrow, t)) return narrow;
-        if (c2.bn == 128 && fits(s, staged, t)) return staged;
+        if (c2.bn == 128) {
+          if (p.K_bits <= 1024 && fits(s, narrow, t)) return narrow;
+          if (fits(s, staged, t)) return staged;
+        }
         return c2;
       }
       return wt;
