@@ -74,11 +74,19 @@ std::string nvrtc_version() {
   return fmt::format("{}.{}", major, minor);
 }
 
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
 std::vector<std::string> compile_options(const std::string& arch) {
   std::vector<std::string> o = {"--gpu-architecture=" + arch, "-std=c++17", "-default-device", "--extra-device-vectorization"};
   // APNN_LINEINFO set and not "0": source line tables in the cubin, for Nsight Compute's
   // source view (the options are part of the cache key, so such cubins are cached apart).
-  if (const char* v = std::getenv("APNN_LINEINFO"); v && *v && std::strcmp(v, "0") != 0) o.push_back("--generate-line-info");
+  if (env_flag("APNN_LINEINFO")) o.push_back("--generate-line-info");
+  // APNN_TIMELINE likewise: per-block phase timestamps in the TMA core (templates/timeline.cuh),
+  // read by `apnn verify --timeline`.
+  if (env_flag("APNN_TIMELINE")) o.push_back("-DAPNN_TIMELINE=1");
   return o;
 }
 

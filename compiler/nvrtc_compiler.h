@@ -20,7 +20,10 @@ bool is_supported_arch(const std::string& arch);
 void check_arch(const std::string& arch);
 
 std::string nvrtc_version();                                    // e.g. "13.0"
-// NVRTC options for arch (with --generate-line-info when APNN_LINEINFO is set and not "0").
+// Whether environment variable `name` is set and not "0".
+bool env_flag(const char* name);
+// NVRTC options for arch (with --generate-line-info when APNN_LINEINFO is set and not "0",
+// -DAPNN_TIMELINE=1 when APNN_TIMELINE is).
 std::vector<std::string> compile_options(const std::string& arch);
 
 // Throws Error(Compile) carrying NVRTC's log and the path of a directory holding the

@@ -11,11 +11,13 @@
 #include <fmt/format.h>
 
 #include "apnn/conv_reference.h"
+#include "apnn/error.h"
 #include "apnn/epilogue_reference.h"
 #include "apnn/reference.h"
 #include "engine/apmm_runner.h"
 #include "engine/conv_runner.h"
 #include "engine/input_sets.h"
+#include "engine/timeline.h"
 #include "runtime/device.h"
 #include "runtime/steady_timing.h"
 
@@ -152,8 +154,9 @@ void time_sets(VerifyReport* rep, int launches, int sets, double ops, const std:
 }  // namespace
 
 VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& s, uint64_t seed,
-                         int timing_launches, int input_sets) {
+                         int timing_launches, int input_sets, bool timeline) {
   check_apmm_shape(spec, s);
+  if (timeline && timing_launches <= 0) throw Error(ErrorKind::InvalidInput, "--timeline needs the timing's launches");
   VerifyReport rep;
   rep.shape = {{"m", s.M}, {"n", s.N}, {"k", s.K}};
   rep.seed = seed;
@@ -183,9 +186,12 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
   }
 
   if (timing_launches > 0) {
+    std::unique_ptr<TimelineRecorder> recorder;
+    if (timeline) recorder = std::make_unique<TimelineRecorder>(*kernel->module);
     ApmmInputSets in(runner, spec, s, input_sets, seed + 2);
     time_sets(&rep, timing_launches, in.sets(), 2.0 * s.M * s.N * s.K,
               [&](int i) { runner.gemm(in.w[i], in.x[i], ep, in.y[i]); });
+    if (recorder) rep.timeline = summarize_timeline(recorder->read());
   }
   return rep;
 }

@@ -24,6 +24,7 @@ struct VerifyReport {
                                  // launches, repeats and input sets (sets 0: not timed)
   double pack_us = 0;            // packing both operands once
   double tops = 0;               // logical multiply-adds x2 per second, 1e12
+  nlohmann::json timeline;       // verify_apmm with timeline: summarize_timeline of the timed launches
   nlohmann::json to_json() const;
   std::string to_text() const;
 };
@@ -51,8 +52,10 @@ void compare_output(const LayerBuffers& got, const ExpectedOutput& want, VerifyR
 // (engine/input_sets.h; 1 to kMaxInputSets), 0 for rotation_sets' count (enough to span 4x
 // the L2 cache, 2 to 32), as `apnn bench` and `apnn tune` time. One set stays in L2 where it
 // fits: 5-8% faster at 1024x4096x4096 (bench/NOTES.md, session 16).
+// timeline: the kernel's per-block phase times over the timed launches (engine/timeline.h;
+// needs APNN_TIMELINE and a TMA-core tile, else Error(InvalidInput)).
 VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, uint64_t seed,
-                         int timing_launches = TimingRule{}.launches, int input_sets = 0);
+                         int timing_launches = TimingRule{}.launches, int input_sets = 0, bool timeline = false);
 VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, uint64_t seed,
                            int timing_launches = TimingRule{}.launches, int input_sets = 0);
 

@@ -27,6 +27,7 @@ namespace apnn::driver {
   X(ModuleLoadData, "cuModuleLoadData")                   \
   X(ModuleUnload, "cuModuleUnload")                       \
   X(ModuleGetFunction, "cuModuleGetFunction")             \
+  X(ModuleGetGlobal, "cuModuleGetGlobal_v2")              \
   X(FuncSetAttribute, "cuFuncSetAttribute")               \
   X(FuncGetAttribute, "cuFuncGetAttribute")               \
   X(LaunchKernel, "cuLaunchKernel")                       \

@@ -28,6 +28,14 @@ CUfunction LoadedModule::function(const std::string& name) {
   return f;
 }
 
+LoadedModule::Global LoadedModule::global(const std::string& name) {
+  Global g;
+  const CUresult r = driver::api().ModuleGetGlobal(&g.ptr, &g.bytes, module_, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) return {};
+  driver::check(r, "cuModuleGetGlobal", [&] { return fmt::format("variable {}; {}", name, context_); });
+  return g;
+}
+
 void LoadedModule::raise_smem_limit(const std::string& kernel, CUfunction f, unsigned bytes) {
   if (bytes <= 48 * 1024 || smem_limit_[kernel] >= bytes) return;
   driver::check(driver::api().FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),

@@ -16,8 +16,8 @@ struct LaunchDims {
   unsigned smem_bytes = 0;
   // Programmatic dependent launch (sm_90): the kernel may start while the stream's previous
   // kernel finishes. Only for kernels that wait (griddepcontrol.wait) before their first
-  // global memory access: the sm_90a wgmma conv and cp.async wgmma APMM kernels
-  // (templates/conv_sm90a.cuh, apmm_sm90a.cuh; not the TMA core).
+  // global memory access: the sm_90a wgmma conv, cp.async wgmma and TMA APMM kernels
+  // (templates/conv_sm90a.cuh, apmm_sm90a.cuh, gemm_sm90a_tma.cuh).
   bool early_start = false;
 };
 
@@ -30,6 +30,13 @@ class LoadedModule {
   LoadedModule& operator=(const LoadedModule&) = delete;
 
   CUfunction function(const std::string& name);
+  // A __device__ variable of the module: its address and size, or {0, 0} where the module
+  // has none of that name (e.g. templates/timeline.cuh's, compiled in only on request).
+  struct Global {
+    CUdeviceptr ptr = 0;
+    size_t bytes = 0;
+  };
+  Global global(const std::string& name);
   // Raises the dynamic shared-memory limit when above the 48 KB default, then launches
   // on the default stream. `args` are pointers to the kernel's parameters.
   void launch(const std::string& kernel, const LaunchDims& d, void** args);

@@ -133,8 +133,8 @@ bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFor
 // the W tile and 1/cm of the X tile and multicasts them. Cluster 2 shares the larger operand
 // tile (the X tile, cm = 2, when q*bn >= p*bm; else W's, cn = 2), cluster 4 both (2 x 2),
 // cluster 8 both, the larger one four ways. Each block has a producer warp beside its
-// consumer warps, and 2*stages mbarriers after its pipeline and output staging
-// (kTmaBarrierBytes covers them).
+// consumer warps, and 2*stages mbarriers after its pipeline and output staging, then a word
+// for the profiling timeline (templates/timeline.cuh; kTmaBarrierBytes covers them).
 inline constexpr int kTmaBarrierBytes = 256;
 // Threads of a block running the tile: its warps, and the TMA core's producer warp.
 inline constexpr int block_threads(const Tile& t) { return 32 * (t.warps_m * t.warps_n + (t.cluster > 1 ? 1 : 0)); }

@@ -25,6 +25,7 @@
 #pragma once
 #include "gemm_sm90a.cuh"
 #include "ptx_tma.cuh"
+#include "timeline.cuh"
 
 namespace apnn {
 
@@ -40,11 +41,15 @@ struct GemmSm90aTma {
   static constexpr int kConsumersBarrier = 8;  // named barrier of all consumer warps (1..4: the warpgroups' stores)
   static constexpr int kWarpgroups = kConsumerWarps / 4;
   // The pipeline, the output staging (T::kOutputStagingBytes, 0 where the output is stored
-  // otherwise), then 2*kStages mbarriers (host: rules::kTmaBarrierBytes covers 16 stages).
-  static constexpr int kSmemBytes = Base::kSmemBytes + T::kOutputStagingBytes + 2 * T::kStages * 8;
+  // otherwise), then 2*kStages mbarriers and a word for the timeline's record index
+  // (timeline.cuh; host: rules::kTmaBarrierBytes covers 15 stages and the word).
+  static constexpr int kSmemBytes = Base::kSmemBytes + T::kOutputStagingBytes + 2 * T::kStages * 8 + 8;
   static_assert(T::kBK == 1024, "TMA core: one 128-byte row per operand row and K step");
   static_assert(T::kBM % (8 * kCN) == 0 && T::kBN % (8 * kCM) == 0, "TMA core: multicast parts must be whole 8-row atoms");
   static_assert(kCluster >= 2 && kCluster <= 8, "TMA core: clusters of 2..8 blocks");
+
+  // The word after the empty barriers: the block's timeline record (timeline.cuh; profiling only).
+  static __device__ __forceinline__ u32 timeline_slot(u32 empty0) { return empty0 + T::kStages * 8; }
 
   // Patches of kCM x kCN tiles and where patch u's tile lies for block (rm, rn).
   struct Patches {
@@ -78,6 +83,7 @@ struct GemmSm90aTma {
         const u32 full = full0 + slot * 8;
         ptx::mbar_wait(empty0 + slot * 8, ((i / T::kStages) & 1) ^ 1);  // every peer's consumers freed it
         ptx::mbar_arrive_expect_tx(full, kStageBytes);
+        if (i == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlFirstCopy);
         const u32 a = smem_base + slot * kStageBytes;
         const u32 b = a + Base::kRowsA * kRowBytes;
         if constexpr (kCN == 1) {
@@ -116,6 +122,7 @@ struct GemmSm90aTma {
     const int ktiles = (prob.k_words + 31) / 32;
 
     if (threadIdx.x == 0) {
+      APNN_TIMELINE_BEGIN(timeline_slot(empty0));
       for (int s = 0; s < T::kStages; ++s) {
         ptx::mbar_init(full0 + s * 8, 1);
         ptx::mbar_init(empty0 + s * 8, kPeers * kConsumerWarps);
@@ -126,6 +133,7 @@ struct GemmSm90aTma {
     // Launched with early_start (apmm_runner.cpp): the launch, the barrier setup and the
     // cluster's first sync overlap the previous kernel's end; global memory only after this.
     ptx::grid_dependency_wait();
+    if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlDepWait);
 
     if (warp == kConsumerWarps) {
       if (lane == 0 && ktiles > 0) produce(smem_base, full0, empty0, wmap, xmap, patches, ktiles, rm, rn);
@@ -134,6 +142,7 @@ struct GemmSm90aTma {
       consume(smem_base, full0, empty0, patches, ktiles, rm, rn, prob);
     }
     ptx::cluster_sync();  // no block leaves while a peer may still write into it
+    if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlExit);
   }
 
   template <class Problem>
@@ -163,6 +172,7 @@ struct GemmSm90aTma {
       for (int kt = 0; kt < ktiles; ++kt, ++i) {
         const int slot = i % T::kStages;
         ptx::mbar_wait(full0 + slot * 8, (i / T::kStages) & 1);
+        if (i == 0 && threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlFirstFull);
         const u32 off = static_cast<u32>(slot * (kStageBytes >> 4));
         if constexpr (Base::kRegA) {
           // Per group of K slices: the warpgroup's previous wgmmas are done (their A registers
@@ -197,6 +207,7 @@ struct GemmSm90aTma {
       ptx::wgmma_wait<0>();
       Base::fence_acc(acc);
       if constexpr (Base::kRegA) Base::fence_a(a);
+      if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), i == ktiles ? kTlFirstPatch : kTlLastPatch);
       const int slot = (i - 1) % T::kStages;
       const int m_base = patches.m0(u, rm) + wg_m * 64 + (warp & 3) * 16, n_base = patches.n0(u, rn) + wg_n * Base::kWN;
       if constexpr (T::kOutputStagingBytes > 0) {
@@ -216,6 +227,7 @@ struct GemmSm90aTma {
       }
     }
     if constexpr (Problem::kTmaStore || T::kOutputStagingBytes > 0) prob.finish_stores();
+    if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlStored);
   }
 };
 

@@ -484,6 +484,96 @@ TEST_CASE("cli: apconv specs compile to their own key; gemm/conv/verify refuse t
   }
 }
 
+namespace {
+
+// Sets an environment variable for one scope (the CLI child inherits the test's environment).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() { ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+const char* const kTmaSpec = R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned",
+  "tile":{"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})";
+
+}  // namespace
+
+TEST_CASE("cli: verify --timeline needs APNN_TIMELINE and an apmm spec, and writes nothing on an error") {
+  Sandbox sb;
+  const std::string tma = sb.file("tma.json", kTmaSpec);
+  const std::string cv = sb.file(
+      "conv.json", R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"pad":[1,1]})");
+  const std::string file = sb.path("tl.json").string();
+  {
+    ScopedEnv off("APNN_TIMELINE", nullptr);
+    expect_error(sb, {"verify", tma, "--m", "256", "--n", "128", "--k", "2048", "--timeline", file}, 2,
+                 {"--timeline", "APNN_TIMELINE=1"});
+    ScopedEnv zero("APNN_TIMELINE", "0");
+    expect_error(sb, {"verify", tma, "--m", "256", "--n", "128", "--k", "2048", "--timeline", file}, 2, {"APNN_TIMELINE=1"});
+  }
+  ScopedEnv on("APNN_TIMELINE", "1");
+  expect_error(sb, {"verify", cv, "--batch", "1", "--in-channels", "2", "--height", "5", "--width", "5", "--out-channels",
+                    "4", "--timeline", file},
+               2, {"--timeline", "apmm"});
+  expect_error(sb, {"verify", tma, "--m", "256", "--n", "128", "--k", "2048", "--timeline"}, 2, {"--timeline"});
+  CHECK_FALSE(fs::exists(file));
+  if (!driver_loadable()) {
+    expect_error(sb, {"verify", tma, "--m", "256", "--n", "128", "--k", "2048", "--timeline", file}, 3, {"no CUDA"});
+    CHECK_FALSE(fs::exists(file));
+  }
+}
+
+// End to end where a GPU is: the timed launches' records, one per block, each launch whole.
+TEST_CASE("cli: on a GPU, verify --timeline writes each timed launch's block phases; a core without hooks exits 2") {
+  if (!driver_loadable()) {
+    MESSAGE("SKIP: no CUDA driver here: the timeline needs a GPU");
+    return;
+  }
+  Sandbox sb;
+  ScopedEnv on("APNN_TIMELINE", "1");
+  const std::string tma = sb.file("tma.json", kTmaSpec);
+  const std::string file = sb.path("tl.json").string();
+  // 3 x 4 tiles of 128x64 (a partial one in each direction) and 5 K steps of 1024 bits.
+  const Result r = sb.run({"verify", tma, "--m", "300", "--n", "200", "--k", "4100", "--timeline", file, "--json"});
+  if (r.code == 3) {
+    MESSAGE("SKIP: the driver loads but reports no device: " << r.err);
+    return;
+  }
+  INFO(describe({"verify --timeline"}, r));
+  REQUIRE(r.code == 0);
+  CHECK(json::parse(r.out).at("mismatches") == 0);
+  std::ifstream in(file);
+  const json t = json::parse(in);
+  CHECK(t.at("launches").get<int>() > 10);
+  const int blocks = t.at("blocks_per_launch").get<int>();
+  CHECK(blocks >= 2);
+  CHECK(blocks % 2 == 0);  // whole clusters of 2
+  for (const json& l : t.at("per_launch")) {
+    CHECK(l.at("blocks") == blocks);
+    const double dep = l.at("dep_wait").at("median_us"), full = l.at("first_full").at("median_us"),
+                 patch = l.at("first_patch").at("median_us"), exit = l.at("exit").at("last_us");
+    CHECK(dep >= 0);
+    CHECK(full >= dep);
+    CHECK(patch >= full);
+    CHECK(exit >= patch);
+    CHECK(l.at("duration_us").get<double>() == doctest::Approx(exit));
+  }
+  // A spec on the cp.async core has no hooks: exit 2 naming the cause, no file.
+  const std::string plain = sb.file("plain.json", kSpec);
+  const std::string file2 = sb.path("tl2.json").string();
+  expect_error(sb, {"verify", plain, "--m", "64", "--n", "64", "--k", "256", "--timeline", file2}, 2,
+               {"records no timeline", "cluster"});
+  CHECK_FALSE(fs::exists(file2));
+}
+
 TEST_CASE("cli: bench without a GPU exits 3 with the driver message; bad selections exit 2") {
   Sandbox sb;
   const Result probe = sb.run({"bench", "--quick"});

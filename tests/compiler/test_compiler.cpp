@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -279,6 +280,36 @@ TEST_CASE("compiler: supported targets and options") {
   setenv("APNN_LINEINFO", "1", 1);
   CHECK(has_lineinfo());
   unsetenv("APNN_LINEINFO");
+  // APNN_TIMELINE compiles the TMA core's phase timestamps in (templates/timeline.cuh).
+  auto has_timeline = [] {
+    const auto o = apnn::compile_options("sm_90a");
+    return std::find(o.begin(), o.end(), "-DAPNN_TIMELINE=1") != o.end();
+  };
+  unsetenv("APNN_TIMELINE");
+  CHECK_FALSE(has_timeline());
+  setenv("APNN_TIMELINE", "0", 1);
+  CHECK_FALSE(has_timeline());
+  setenv("APNN_TIMELINE", "1", 1);
+  CHECK(has_timeline());
+  unsetenv("APNN_TIMELINE");
+}
+
+TEST_CASE("compiler: APNN_TIMELINE puts the timeline's variables in a TMA-core cubin, and only then") {
+  const apnn::GeneratedSource src = apnn::generate(
+      spec_of(R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned",
+                  "tile":{"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})"),
+      "sm_90a");
+  auto has_symbol = [](const std::vector<char>& cubin, const std::string& name) {
+    return std::search(cubin.begin(), cubin.end(), name.begin(), name.end()) != cubin.end();
+  };
+  unsetenv("APNN_TIMELINE");
+  const apnn::CompiledCubin plain = apnn::compile_cubin(src, "sm_90a");
+  CHECK_FALSE(has_symbol(plain.cubin, "apnn_timeline"));
+  setenv("APNN_TIMELINE", "1", 1);
+  const apnn::CompiledCubin timed = apnn::compile_cubin(src, "sm_90a");
+  unsetenv("APNN_TIMELINE");
+  for (const char* name : {"apnn_timeline", "apnn_timeline_capacity", "apnn_timeline_count"})
+    CHECK_MESSAGE(has_symbol(timed.cubin, name), name);
 }
 
 TEST_CASE("compiler: an unsupported arch is InvalidInput naming it and the allowed ones") {
