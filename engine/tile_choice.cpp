@@ -122,8 +122,16 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         // session 8 device call 5: 17.27 against 23.20 for 128x128 with 4 stages).
         Tile narrow = staged;
         narrow.bn = 32;
+        // K over 4096 bits: 4 stages again, the output staged two 32-column boxes per
+        // warpgroup at a time beside them (rules::tma_output_staging_bytes): the deeper
+        // pipeline pays where a patch has 8 or more K steps to amortize its epilogue over.
+        // verify, w1a2 pm1, same call (session 18, call 6): 8192^3 224.55 / 223.85 us against
+        // 233.87 / 235.36 for the 3 stages; at K of 4096 bits the 3 stages stay ahead
+        // (8192x4096x4096 72.78 / 73.30 against 75.64 / 75.38, 1024x4096x4096 14.19 / 14.13
+        // against 14.36 / 14.39).
         if (c2.bn == 128) {
           if (p.K_bits <= 1024 && fits(s, narrow, t)) return narrow;
+          if (p.K_bits > 4096 && fits(s, c2, t)) return c2;
           if (fits(s, staged, t)) return staged;
         }
         return c2;

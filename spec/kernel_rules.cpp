@@ -315,9 +315,11 @@ ClusterShape cluster_shape(const Tile& t, const OperandFormat& w, const OperandF
 }
 
 int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
-  const int bytes = t.bm * t.bn * 4;
-  const bool fits = wgmma_shared_bytes(t, w, x) + bytes + kTmaBarrierBytes <= kMaxSharedBytes;
-  return t.cluster > 1 && (t.bn / t.warps_n) % 32 == 0 && fits ? bytes : 0;
+  if (t.cluster <= 1 || (t.bn / t.warps_n) % 32 != 0) return 0;
+  auto fits = [&](int bytes) { return wgmma_shared_bytes(t, w, x) + bytes + kTmaBarrierBytes <= kMaxSharedBytes; };
+  const int whole = t.bm * t.bn * 4;
+  const int boxes = t.warps_m * t.warps_n / 4 * 2 * kTmaStagingBoxBytes;
+  return fits(whole) ? whole : (fits(boxes) ? boxes : 0);
 }
 
 int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {

@@ -143,12 +143,13 @@ struct ClusterShape {
   int m = 1, n = 1;  // blocks along M (sharing an X tile) and along N (sharing a W tile)
 };
 ClusterShape cluster_shape(const Tile& t, const OperandFormat& w, const OperandFormat& x);
-// The TMA core's whole-tile output staging (templates/apmm_sm90a.cuh, store_tile_staged): the
-// block's bm x bn int32 outputs in shared memory beside the pipeline, drained by bulk stores
-// while the next tile computes. Its bytes (bm*bn*4) where the tile runs on the TMA core, its
-// warpgroups' columns are whole 32-column boxes and it fits beside the pipeline; else 0 (the
-// output is stored as on the cp.async core).
+// The TMA core's output staging beside the pipeline (templates/apmm_sm90a.cuh), drained by
+// bulk stores while the next tile computes, where the tile runs on the TMA core and its
+// warpgroups' columns are whole 32-column boxes: the whole bm x bn int32 tile
+// (store_tile_staged) where it fits, else two boxes per warpgroup that its boxes take turns
+// in (store_staged<true>), else 0 (the output is stored as on the cp.async core).
 int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+inline constexpr int kTmaStagingBoxBytes = 64 * 128;  // one bulk store: 64 rows of 32 int32
 // Pipeline, output staging and barriers.
 int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // Empty for cluster 1; otherwise why the TMA core cannot run the tile (op apmm, no epilogue,

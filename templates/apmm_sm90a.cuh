@@ -198,7 +198,12 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   }
 
   // store()'s values through the copy engine (see kTmaStore); `staging` is this warpgroup's
-  // pair of buffers. Without a tensor map it is store().
+  // pair of buffers. Without a tensor map it is store(). kRegion: the buffers are the TMA
+  // core's own (T::kOutputStagingBytes of two boxes per warpgroup, where the whole tile does
+  // not fit beside the pipeline), not a pipeline slot: each box waits for the read-out of
+  // the box that last used its buffer, this tile's or the previous one's, and the warps
+  // leave without waiting for the last ones.
+  template <bool kRegion = false>
   __device__ __forceinline__ void store_staged(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base, int g,
                                                int tig, u32 staging) const {
     if (ymap == nullptr) {
@@ -214,7 +219,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
 #pragma unroll
     for (int c = 0; c < kNI / 4; ++c) {  // 32 columns: 4 fragments of 8
       const u32 buf = staging + (c & 1) * kBoxBytes;
-      if (c >= 2) {  // the buffer's previous chunk has been read out
+      if (kRegion || c >= 2) {  // the buffer's previous chunk has been read out
         if (leader) ptx::bulk_wait_read<1>();
         ptx::named_barrier(1 + wg, 128);
       }
@@ -226,7 +231,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
         ptx::bulk_commit();
       }
     }
-    if (leader) ptx::bulk_wait_read<0>();  // before the next block-wide barrier lets the slot refill
+    if (!kRegion && leader) ptx::bulk_wait_read<0>();  // before the next block-wide barrier lets the slot refill
   }
 
   // After the block's last tile: its bulk stores have reached global memory.

@@ -212,8 +212,11 @@ struct GemmSm90aTma {
       const int m_base = patches.m0(u, rm) + wg_m * 64 + (warp & 3) * 16, n_base = patches.n0(u, rn) + wg_n * Base::kWN;
       if constexpr (T::kOutputStagingBytes > 0) {
         release(slot);
-        const u32 staging = smem_base + T::kStages * kStageBytes;
-        prob.store_tile_staged(acc, m_base, n_base, g, tig, staging + wg * (T::kOutputStagingBytes / kWarpgroups));
+        const u32 staging = smem_base + T::kStages * kStageBytes + wg * (T::kOutputStagingBytes / kWarpgroups);
+        if constexpr (T::kOutputStagingWhole)
+          prob.store_tile_staged(acc, m_base, n_base, g, tig, staging);
+        else
+          prob.template store_staged<true>(acc, m_base, n_base, g, tig, staging);
       } else if constexpr (Problem::kTmaStore) {
         // Stage the output in the last step's slot (as gemm_sm90a.cuh), released to the
         // producers only once the copy engine has read it.

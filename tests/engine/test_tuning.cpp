@@ -153,7 +153,7 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   const Target target = nominal_target("sm_90a");
   Tile wt;
   REQUIRE(rules::wgmma_tile(&wt, w1a2().w, w1a2().x));
-  const Problem big = apmm_problem({4000, 4096, 8192});
+  const Problem big = apmm_problem({4000, 4096, 4096});
   // ... on the TMA core with a cluster of 2 (the X tile shared: 32 M tiles pair up); w1a2's
   // 128x128 tile with 3 stages, which leave room for the whole output tile's staging.
   Tile staged = wt;
@@ -162,9 +162,16 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   CHECK(*resolve_tile(w1a2(), big, target).tile == staged);
   CHECK(rules::use_wgmma(resolve_tile(w1a2(), big, target), "sm_90a"));
   CHECK(rules::tma_tile_error(staged, w1a2()).empty());
-  for (const ApmmShape& shape : {ApmmShape{8192, 2048, 2048}, ApmmShape{1024, 4096, 4096}, ApmmShape{8192, 4096, 4096},
-                                 ApmmShape{8192, 8192, 8192}})
+  CHECK(rules::tma_output_staging_bytes(staged, w1a2().w, w1a2().x) == 128 * 128 * 4);
+  for (const ApmmShape& shape : {ApmmShape{8192, 2048, 2048}, ApmmShape{1024, 4096, 4096}, ApmmShape{8192, 4096, 4096}})
     CHECK(*resolve_tile(w1a2(), apmm_problem(shape), target).tile == staged);
+  // K over 4096 bits: 4 stages, the output staged two boxes per warpgroup at a time.
+  Tile deep = staged;
+  deep.stages = 4;
+  for (const ApmmShape& shape : {ApmmShape{8192, 8192, 8192}, ApmmShape{4000, 4096, 8192}})
+    CHECK(*resolve_tile(w1a2(), apmm_problem(shape), target).tile == deep);
+  CHECK(rules::tma_output_staging_bytes(deep, w1a2().w, w1a2().x) == 2 * 2 * rules::kTmaStagingBoxBytes);
+  CHECK(rules::tma_tile_error(deep, w1a2()).empty());
   // K of one 1024-bit stage: 128x32, more tiles for the short mainloop; w2a2's 128x64 keeps
   // its 4 stages.
   Tile narrow = staged;

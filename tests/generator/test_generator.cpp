@@ -441,13 +441,16 @@ TEST_CASE("generator: tile.cluster 2, 4, 8 emit the TMA core's cluster kernel on
   CHECK(contains(g.source, "const __grid_constant__ apnn::TmaMap wmap"));
   CHECK(contains(g.source, "apnn::apmm_sm90a_tma<Traits>("));
   CHECK(contains(g.source, "kClusterM = 2, kClusterN = 1"));  // 2 planes x 128 X rows >= 128 W rows: X shared
-  CHECK(contains(g.source, "kOutputStagingBytes = 0"));        // 192 KB of stages + 64 KB of output do not fit
+  // 192 KB of stages + 64 KB of output do not fit; two 8 KB boxes per warpgroup do.
+  CHECK(contains(g.source, "kOutputStagingBytes = 32768"));
+  CHECK(contains(g.source, "kOutputStagingWhole = false"));
   CHECK(g.kernels == apnn::generate(make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned)).kernels);  // packers too
   KernelSpec w2a2 = with_tile(make_spec(2, Encoding::Signed, 2, Encoding::Unsigned), 128, 64, 1024, 4, 8, 1);
   w2a2.tile->cluster = 2;
   const std::string w2a2_src = apnn::generate(w2a2, "sm_90a").source;
   CHECK(contains(w2a2_src, "kClusterM = 1, kClusterN = 2"));  // W shared
   CHECK(contains(w2a2_src, "kOutputStagingBytes = 32768"));   // 192 KB of stages + 32 KB of output fit
+  CHECK(contains(w2a2_src, "kOutputStagingWhole = true"));
   for (int cluster : {4, 8}) {
     w2a2.tile->cluster = cluster;
     const std::string src = apnn::generate(w2a2, "sm_90a").source;

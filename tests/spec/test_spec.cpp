@@ -847,11 +847,14 @@ TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile 
   w2a2_spec.x = a2;
   CHECK(apnn::rules::tma_tile_error(Tile{128, 64, 1024, 4, 8, 1, 8}, w2a2_spec).empty());  // bm 128 / 4: 32-row parts
   // Shared memory counts the barriers and, where it fits beside the pipeline, the whole-tile
-  // output staging (bm*bn int32): not at 128x256 with 4 stages (192 KB + 128 KB), at 128x128.
+  // output staging (bm*bn int32), else two 8 KB boxes per warpgroup: at 128x256 with 4 stages
+  // (192 KB + 128 KB would not fit; 192 + 32 KB does), the whole tile at 128x128.
   using apnn::rules::tma_output_staging_bytes;
-  CHECK(tma_output_staging_bytes(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1) == 0);
+  CHECK(tma_output_staging_bytes(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1) == 2 * 2 * 8192);
   CHECK(apnn::rules::tma_shared_bytes(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1) ==
-        apnn::rules::wgmma_shared_bytes(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1) + apnn::rules::kTmaBarrierBytes);
+        apnn::rules::wgmma_shared_bytes(Tile{128, 256, 1024, 4, 8, 1, 2}, w1, a1) + 2 * 2 * 8192 +
+            apnn::rules::kTmaBarrierBytes);
+  CHECK(tma_output_staging_bytes(Tile{128, 256, 1024, 5, 8, 1, 2}, w1, a1) == 0);  // 240 KB of stages: no room
   CHECK(tma_output_staging_bytes(Tile{128, 128, 1024, 4, 8, 1, 2}, w1, a1) == 128 * 128 * 4);
   CHECK(apnn::rules::tma_shared_bytes(Tile{128, 128, 1024, 4, 8, 1, 4}, w1, a1) ==
         apnn::rules::wgmma_shared_bytes(Tile{128, 128, 1024, 4, 8, 1, 4}, w1, a1) + 128 * 128 * 4 +
