@@ -25,7 +25,9 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // tile refills only after the next block-wide barrier (the TMA core releases that slot
   // after the copy engine read it). Measured on the cp.async core (bench/NOTES-wgmma.md,
   // session 4): 9-10% faster for 256-column warpgroups (w1a1), 3-5% slower at 64 and 128
-  // columns, so only the former stage.
+  // columns, so only the former stage. The TMA core gives the two buffers their own place
+  // beside the pipeline where it has room (store_staged<true>; session 18: w1a1 1.03-1.05x,
+  // and w1a2's 128x128 tile keeps 4 stages), and uses the slot only where it has none.
   static constexpr int kStagingBytes = 2 * 64 * 128;  // per warpgroup
   static constexpr int kWarpgroups = T::kWarpsM * T::kWarpsN / 4;
   static constexpr bool kTmaStore = Core90::kWN == 256 && Core90::kStageBytes >= kWarpgroups * kStagingBytes;
