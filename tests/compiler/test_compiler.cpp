@@ -268,30 +268,23 @@ TEST_CASE("compiler: supported targets and options") {
   }
   CHECK(std::regex_match(apnn::nvrtc_version(), std::regex(R"(\d+\.\d+)")));
   CHECK(apnn::nvrtc_version() != "0.0");
-  // APNN_LINEINFO adds line tables for the profiler; "0" and unset do not.
-  auto has_lineinfo = [] {
-    const auto o = apnn::compile_options("sm_90a");
-    return std::find(o.begin(), o.end(), "--generate-line-info") != o.end();
-  };
-  unsetenv("APNN_LINEINFO");
-  CHECK_FALSE(has_lineinfo());
-  setenv("APNN_LINEINFO", "0", 1);
-  CHECK_FALSE(has_lineinfo());
-  setenv("APNN_LINEINFO", "1", 1);
-  CHECK(has_lineinfo());
-  unsetenv("APNN_LINEINFO");
-  // APNN_TIMELINE compiles the TMA core's phase timestamps in (templates/timeline.cuh).
-  auto has_timeline = [] {
-    const auto o = apnn::compile_options("sm_90a");
-    return std::find(o.begin(), o.end(), "-DAPNN_TIMELINE=1") != o.end();
-  };
-  unsetenv("APNN_TIMELINE");
-  CHECK_FALSE(has_timeline());
-  setenv("APNN_TIMELINE", "0", 1);
-  CHECK_FALSE(has_timeline());
-  setenv("APNN_TIMELINE", "1", 1);
-  CHECK(has_timeline());
-  unsetenv("APNN_TIMELINE");
+  // APNN_LINEINFO adds line tables for the profiler, APNN_TIMELINE the TMA core's phase
+  // timestamps (templates/timeline.cuh); "0" and unset do not.
+  for (const auto& [var, option] : {std::pair<const char*, std::string>{"APNN_LINEINFO", "--generate-line-info"},
+                                    {"APNN_TIMELINE", "-DAPNN_TIMELINE=1"}}) {
+    INFO(var);
+    auto has_option = [&option = option] {
+      const auto o = apnn::compile_options("sm_90a");
+      return std::find(o.begin(), o.end(), option) != o.end();
+    };
+    unsetenv(var);
+    CHECK_FALSE(has_option());
+    setenv(var, "0", 1);
+    CHECK_FALSE(has_option());
+    setenv(var, "1", 1);
+    CHECK(has_option());
+    unsetenv(var);
+  }
 }
 
 TEST_CASE("compiler: APNN_TIMELINE puts the timeline's variables in a TMA-core cubin, and only then") {
