@@ -208,6 +208,10 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   template <bool kRegion = false>
   __device__ __forceinline__ void store_staged(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base, int g,
                                                int tig, u32 staging) const {
+    // A box waits for the one two boxes before it: with a single box a tile, the previous
+    // tile's would not have been waited for (rules::tma_output_staging_bytes stages such
+    // tiles whole).
+    static_assert(!kRegion || kNI / 4 >= 2, "two-box staging needs 64 columns or more per warpgroup");
     if (ymap == nullptr) {
       store(acc, m_base, n_base, g, tig);
       return;
