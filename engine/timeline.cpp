@@ -92,21 +92,22 @@ nlohmann::json summarize_timeline(const std::vector<TimelineRecord>& records, in
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
     auto us = [&](uint64_t t) { return (static_cast<double>(t) - static_cast<double>(l.start)) / 1e3; };
-    nlohmann::json j = {{"blocks", l.blocks.size()}, {"duration_us", us(l.end)}};
-    if (i > 0) j["gap_us"] = (static_cast<double>(l.start) - static_cast<double>(launches[i - 1].end)) / 1e3;
+    nlohmann::json j = {{"blocks", l.blocks.size()}};
+    // A statistic of this launch, counted into the summary after the first `skip` launches.
+    auto put = [&](const std::string& key, double value) {
+      if (static_cast<int>(i) >= skip) across[key].push_back(value);
+      return value;
+    };
+    j["duration_us"] = put("duration_us", us(l.end));
+    if (i > 0) j["gap_us"] = put("gap_us", (static_cast<double>(l.start) - static_cast<double>(launches[i - 1].end)) / 1e3);
     for (int e = 1; e < kTimelineEvents; ++e) {
       std::vector<double> v;
       for (const TimelineRecord* r : l.blocks)
         if (r->t[e] != 0) v.push_back(us(r->t[e]));
       if (v.empty()) continue;
-      j[timeline_event_name(e)] = {{"median_us", median(v)}, {"last_us", *std::max_element(v.begin(), v.end())}};
-    }
-    if (static_cast<int>(i) >= skip) {
-      for (auto it = j.begin(); it != j.end(); ++it) {
-        if (it.value().is_number() && it.key() != "blocks") across[it.key()].push_back(it.value().get<double>());
-        if (it.value().is_object())
-          for (auto& [k, v] : it.value().items()) across[it.key() + "." + k].push_back(v.get<double>());
-      }
+      const std::string name = timeline_event_name(e);
+      j[name] = {{"median_us", put(name + ".median_us", median(v))},
+                 {"last_us", put(name + ".last_us", *std::max_element(v.begin(), v.end()))}};
     }
     per_launch.push_back(std::move(j));
   }

@@ -18,13 +18,9 @@
 #include "probe_check.h"
 
 __global__ void where(int* smid_of_block) {
-  extern __shared__ unsigned char smem[];
   u32 smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-  if (threadIdx.x == 0) {
-    smem[0] = 1;
-    smid_of_block[blockIdx.x] = static_cast<int>(smid);
-  }
+  if (threadIdx.x == 0) smid_of_block[blockIdx.x] = static_cast<int>(smid);
   // Hold the SM a little so that every cluster of the launch is resident at once.
   u64 t0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
