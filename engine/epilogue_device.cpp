@@ -1,6 +1,8 @@
 #include "engine/epilogue_device.h"
 
 #include "apnn/conv_layout.h"
+#include "engine/quantize_thresholds.h"
+#include "spec/epilogue.h"
 
 namespace apnn {
 
@@ -10,6 +12,7 @@ EpilogueDevice::EpilogueDevice(const Epilogue& e, const EpilogueParams& p, int64
   if (!p.bias.empty()) bias_ = DeviceBuffer::from(p.bias);
   if (!p.q_scale.empty()) q_scale_ = DeviceBuffer::from(p.q_scale);
   if (!p.q_zero.empty()) q_zero_ = DeviceBuffer::from(p.q_zero);
+  if (quantize_by_thresholds(e)) thresholds_ = DeviceBuffer::from(quantize_thresholds(e, p, channels));
 }
 
 LayerBuffers EpilogueDevice::allocate(const Epilogue& e, const OutputDims& d) {
@@ -25,7 +28,7 @@ LayerBuffers EpilogueDevice::allocate(const Epilogue& e, const OutputDims& d) {
 }
 
 EpilogueKernelArgs EpilogueDevice::args(const LayerBuffers& out) const {
-  return {scale_.ptr(), bias_.ptr(), q_scale_.ptr(), q_zero_.ptr(), out.values.ptr(), out.sums.ptr()};
+  return {scale_.ptr(), bias_.ptr(), q_scale_.ptr(), q_zero_.ptr(), out.values.ptr(), out.sums.ptr(), thresholds_.ptr()};
 }
 
 }  // namespace apnn

@@ -22,13 +22,14 @@ struct LayerBuffers {
 
 // Mirrors apnn::EpilogueArgs of templates/epilogue.cuh, passed by value to the kernel.
 struct EpilogueKernelArgs {
-  CUdeviceptr scale = 0, bias = 0, q_scale = 0, q_zero = 0, out = 0, out_sum = 0;
+  CUdeviceptr scale = 0, bias = 0, q_scale = 0, q_zero = 0, out = 0, out_sum = 0, thresholds = 0;
 };
 
 class EpilogueDevice {
  public:
   EpilogueDevice() = default;
-  // Checks the parameters (check_epilogue_params) and uploads them.
+  // Checks the parameters (check_epilogue_params) and uploads them, with the quantize
+  // thresholds where the kernel compares against them (quantize_thresholds.h).
   EpilogueDevice(const Epilogue& e, const EpilogueParams& p, int64_t channels);
 
   // Buffers of the right size for `dims` (the poison value fills value buffers, for checks).
@@ -36,7 +37,7 @@ class EpilogueDevice {
   EpilogueKernelArgs args(const LayerBuffers& out) const;
 
  private:
-  DeviceBuffer scale_, bias_, q_scale_, q_zero_;
+  DeviceBuffer scale_, bias_, q_scale_, q_zero_, thresholds_;
 };
 
 }  // namespace apnn

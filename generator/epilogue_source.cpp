@@ -57,7 +57,7 @@ struct Epi {{
   typedef {final_t} Final;
   static constexpr bool kStaged = {staged_path}, kPool = {has_pool}, kPoolMax = {pool_max};
   static constexpr int kPoolSize = {pool_size}, kPoolStride = {pool_stride};
-  static constexpr bool kQuantize = {has_q}, kQPerChannel = {q_per_channel};
+  static constexpr bool kQuantize = {has_q}, kQPerChannel = {q_per_channel}, kQThresholds = {q_thresholds};
   static constexpr int kQBits = {q_bits}, kQEnc = {q_enc};
   __device__ static __forceinline__ Staged pre(apnn::i32 x0, int o, const apnn::EpilogueArgs& a) {{
 {pre_body}    return x{pre_last};
@@ -74,6 +74,7 @@ struct Epi {{
       fmt::arg("pool_size", pool ? pool->size : 1), fmt::arg("pool_stride", pool ? pool->stride : 1),
       fmt::arg("has_q", q ? "true" : "false"),
       fmt::arg("q_per_channel", q && q->scale == QuantScale::PerChannel ? "true" : "false"),
+      fmt::arg("q_thresholds", quantize_by_thresholds(e) ? "true" : "false"),
       fmt::arg("q_bits", q ? q->out.bits : 1), fmt::arg("q_enc", q ? static_cast<int>(q->out.enc) : 0),
       fmt::arg("pre_body", pre_body), fmt::arg("pre_last", pre_last), fmt::arg("post_body", post_body),
       fmt::arg("post_last", post_last));

@@ -63,6 +63,14 @@ int16_t quantize(const EpilogueOp& op, float x, int64_t o, const EpilogueParams&
 
 }  // namespace
 
+int16_t quantized_element(const Epilogue& e, const EpilogueParams& p, int32_t y, int64_t o) {
+  const EpilogueOp* q = e.quantize();
+  if (!q || e.pool()) throw Error(ErrorKind::InvalidInput, "quantized_element: the chain needs a quantize and no pool");
+  Value v{false, y, 0};
+  for (const EpilogueOp& op : e.ops) v = apply(op, v, o, p);
+  return quantize(*q, v.as_float(), o, p);
+}
+
 void pooled_size(const Epilogue& e, int64_t H, int64_t W, int64_t* Hp, int64_t* Wp) {
   const EpilogueOp* pool = e.pool();
   if (!pool) {

@@ -190,4 +190,9 @@ void check_epilogue_params(const Epilogue& e, const EpilogueParams& p, int64_t c
   check("q_zero", p.q_zero, q != nullptr, q_len, "quantize op", false);
 }
 
+bool quantize_by_thresholds(const Epilogue& e) {
+  const EpilogueOp* q = e.quantize();
+  return q && !e.pool() && q->out.bits <= 3;
+}
+
 }  // namespace apnn

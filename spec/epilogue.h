@@ -22,4 +22,9 @@ struct EpilogueTypes {
 };
 EpilogueTypes epilogue_types(const Epilogue& e);
 
+// Whether the kernel quantizes with per-channel accumulator thresholds (engine/
+// quantize_thresholds.h) rather than the float ops: chains with quantize and no pool, up to
+// 3 bits (2^q - 1 integer compares an output; at 4 bits and more the float ops cost less).
+bool quantize_by_thresholds(const Epilogue& e);
+
 }  // namespace apnn

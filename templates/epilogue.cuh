@@ -3,7 +3,7 @@
 // generator emits struct Epi with
 //   typedefs Staged, Pooled, Final (i32 or float: the value after the ops before pool, after
 //   pool, after the ops after pool), constants kStaged kPool kPoolMax kPoolSize kPoolStride
-//   kQuantize kQBits kQEnc kQPerChannel, and the straight-line functions
+//   kQuantize kQBits kQEnc kQPerChannel kQThresholds, and the straight-line functions
 //   pre(i32 accumulator, o, args) -> Staged and post(Pooled, o, args) -> Final.
 // A Problem (apmm_sm80.cuh, conv_sm80.cuh) supplies the geometry: output channel o (the
 // GEMM row), tile columns, and output pixels q = img * out_hw + pix.
@@ -21,6 +21,7 @@ struct EpilogueArgs {
   const float* q_zero;   // quantize: [1] or [O]
   void* out;             // i32 / float values, or (quantize) packed planes
   i32* out_sum;          // quantize: per output pixel sum_s alpha_s*popc (zeroed before launch)
+  const i32* thresholds; // quantize by thresholds (Epi::kQThresholds): 2^q words a channel
 };
 
 struct alignas(8) f32x2 { float x, y; };
@@ -47,6 +48,33 @@ __device__ __forceinline__ u32 quantize_code(float x, int o, const EpilogueArgs&
   return static_cast<u32>(static_cast<i32>(t)) & ((1u << E::kQBits) - 1u);
 }
 
+// One channel's quantize thresholds (engine/quantize_thresholds.h has the layout and why they
+// are exact), held in registers while the thread quantizes that channel's outputs.
+template <class E>
+struct ChannelThresholds {
+  static constexpr int kSteps = (1 << E::kQBits) - 1;
+  i32 t[kSteps];
+  i32 base, steps, sign;
+  __device__ __forceinline__ void load(const EpilogueArgs& a, int o) {
+    const i32* w = a.thresholds + o * (kSteps + 1);
+#pragma unroll
+    for (int k = 0; k < kSteps; ++k) t[k] = w[k];
+    const i32 h = w[kSteps];
+    base = h & 0xff;
+    steps = (h >> 8) & 0xff;
+    sign = (h >> 16) ? -1 : 1;
+  }
+  // The code bits of accumulator y: the level from the lowest value, in the encoding's bits.
+  __device__ __forceinline__ u32 code(i32 y) const {
+    i32 count = 0;
+#pragma unroll
+    for (int k = 0; k < kSteps; ++k) count += y >= t[k] ? 1 : 0;
+    const i32 level = base + sign * min(count, steps);
+    constexpr i32 kLo = E::kQEnc == kEncSigned ? -(1 << (E::kQBits - 1)) : 0;
+    return static_cast<u32>(level + kLo) & ((1u << E::kQBits) - 1u);
+  }
+};
+
 // Pool over the window's kSS staged columns (row-major), in the reference's order.
 template <class E, int kSS, int kLd>
 __device__ __forceinline__ typename E::Pooled pool_window(const typename E::Staged* st, int col0, int r) {
@@ -68,7 +96,98 @@ __device__ __forceinline__ typename E::Pooled pool_window(const typename E::Stag
   }
 }
 
-// The staged path (a chain with pool or quantize): every thread writes its values after the
+// A quantize chain without a pool: every op is per element, so each thread quantizes its own
+// accumulators (up to 3 bits by compares against the channel's accumulator thresholds, else
+// through the chain's float ops), stages one code byte per output as [column][row], and then one thread per
+// (column, 32 rows) packs each plane's 32 bits with bit arithmetic (codes < 2^8). The warp
+// ballot form below cost about 190 instructions per pixel and 32 channels (per-lane 64-bit
+// addresses, a division, parameter loads after every shared store), which made the fused
+// bn+relu+q2 conv 4.2x slower than the plain int32 one at batch 128 (session 19, call 2).
+template <class T, class Core, class P, class Acc>
+__device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
+                                                int m0, int col) {
+  using E = typename T::Epi;
+  static_assert(E::kQuantize && !E::kPool && T::kBM % 32 == 0 && E::kQBits <= 8, "codes of one byte, whole words");
+  // A column's bytes: kBM + 16 keeps the 16-byte loads aligned and, with the fragment's byte
+  // stores, free of bank conflicts (columns 2*tig land 8*tig banks apart).
+  constexpr int kLd = T::kBM + 16;
+  constexpr int kChunks = T::kBM / 32;
+  const int O = prob.a_rows;
+  unsigned char* codes = reinterpret_cast<unsigned char*>(prob.smem);
+  // Every code before the first shared store: no store between a row's parameter loads, so
+  // they are loaded once per row rather than once per element.
+  u32 code[Core::kMI][2][Core::kNI][2];
+#pragma unroll
+  for (int mi = 0; mi < Core::kMI; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int o = m_base + mi * 16 + g + half * 8;
+      ChannelThresholds<E> th;
+      if constexpr (E::kQThresholds) {
+        if (o < O) th.load(prob.epi, o);
+      }
+#pragma unroll
+      for (int ni = 0; ni < Core::kNI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int c = n_base - col * T::kBN + ni * 8 + 2 * tig + e;
+          code[mi][half][ni][e] = 0u;  // rows past O and columns without a pixel: zero bits
+          if (o < O && prob.column_valid(c)) {
+            const i32 y = static_cast<i32>(prob.value(acc, mi, ni, half * 2 + e, o, c));
+            if constexpr (E::kQThresholds) {
+              code[mi][half][ni][e] = th.code(y);
+            } else {
+              const auto x = E::post(E::pre(y, o, prob.epi), o, prob.epi);
+              code[mi][half][ni][e] = quantize_code<E>(static_cast<float>(x), o, prob.epi);
+            }
+          }
+        }
+    }
+  ptx::cp_async_wait<0>();
+  __syncthreads();  // every warp is done with the pipeline's buffers
+#pragma unroll
+  for (int mi = 0; mi < Core::kMI; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int ni = 0; ni < Core::kNI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = m_base - m0 + mi * 16 + g + half * 8, c = n_base - col * T::kBN + ni * 8 + 2 * tig + e;
+          codes[c * kLd + r] = static_cast<unsigned char>(code[mi][half][ni][e]);
+        }
+  __syncthreads();
+  u32* planes = static_cast<u32*>(prob.epi.out);
+  const i64 plane_words = static_cast<i64>(prob.out_hw) * prob.out_cw;
+  for (int i = threadIdx.x; i < T::kBN * kChunks; i += Core::kThreads) {
+    const int c = i % T::kBN, chunk = i / T::kBN;
+    const int q = col * T::kBN + c;
+    if (q >= prob.out_pixels) continue;
+    const int img = q / prob.out_hw, pix = q - img * prob.out_hw;
+    const uint4* src = reinterpret_cast<const uint4*>(codes + c * kLd + chunk * 32);
+    const uint4 lo = src[0], hi = src[1];
+    const u32 v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};  // byte j of v[b]: row chunk*32 + 4b + j
+    u32* dst = planes + (static_cast<i64>(img) * E::kQBits * prob.out_hw + pix) * prob.out_cw;
+    i32 sum = 0;
+#pragma unroll
+    for (int s = 0; s < E::kQBits; ++s) {
+      u32 word = 0;
+      // Bit s of each of 4 bytes to 4 adjacent bits: the multiply moves byte j's bit to bit 24 + j.
+#pragma unroll
+      for (int b = 0; b < 8; ++b) word |= ((((v[b] >> s) & 0x01010101u) * 0x01020408u) >> 24) << (4 * b);
+      sum += plane_weight(E::kQBits, E::kQEnc, s) * __popc(word);
+      dst[s * plane_words + m0 / 32 + chunk] = word;
+    }
+    if (sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
+    // Words past the last block's channels (up to the 128-bit row) are zero bits.
+    if (m0 + T::kBM >= O && chunk == kChunks - 1)
+      for (int w = (m0 + T::kBM) / 32; w < prob.out_cw; ++w)
+#pragma unroll
+        for (int s = 0; s < E::kQBits; ++s) dst[s * plane_words + w] = 0u;
+  }
+}
+
+// The staged path (a chain with pool, with or without quantize): every thread writes its values after the
 // pre-pool ops into shared memory as [column][row]; then whole warps take (output pixel,
 // 32 rows): lane = output channel, so a quantized plane word is one __ballot_sync.
 //   P::value(acc, mi, ni, e, o, c): the corrected accumulator of row o, tile column c
@@ -79,6 +198,10 @@ template <class T, class Core, class P, class Acc>
 __device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
                                              int m0, int col) {
   using E = typename T::Epi;
+  if constexpr (E::kQuantize && !E::kPool) {
+    quantized_store<T, Core>(prob, acc, m_base, n_base, g, tig, m0, col);
+    return;
+  }
   using Staged = typename E::Staged;
   constexpr int kLd = T::kBM + 4;  // 2*kLd = 8 (mod 32) banks: the fragment stores do not conflict
   constexpr int kSS = E::kPool ? E::kPoolSize * E::kPoolSize : 1;

@@ -21,6 +21,9 @@
 //                  signed:   y = k,             lo = -2^(q-1),   hi = 2^(q-1) - 1
 //                  pm1:      y = 2k - (2^q-1),  lo = 0,          hi = 2^q - 1
 //                (NaN cannot arise: scales must be finite and > 0, biases and zero points finite.)
+//                Without a pool, up to 3 bits, the kernels compare the accumulator with
+//                per-channel thresholds found on this arithmetic (engine/quantize_thresholds.h):
+//                the same results, without the float ops.
 // Output: without quantize, int32 or float32 as above, in the op's layout (apmm: M x N,
 // apconv: N x O x Ho' x Wo' after pooling); with quantize, the q-bit packed layout that the
 // next layer reads: apconv writes conv_layout.h activations (C = O), apmm writes the

@@ -23,6 +23,11 @@ struct EpilogueResult {
 EpilogueResult epilogue_reference(const Epilogue& e, const EpilogueParams& p, const int32_t* y, int64_t N, int64_t C,
                                   int64_t H, int64_t W);
 
+// The quantized value that epilogue_reference writes for the accumulator y of channel o,
+// for a chain with quantize and without pool (element ops only). Parameters as checked by
+// check_epilogue_params.
+int16_t quantized_element(const Epilogue& e, const EpilogueParams& p, int32_t y, int64_t o);
+
 // Output spatial size after the chain's pool (H, W without one); Error(InvalidInput) naming
 // the sizes when the window does not fit.
 void pooled_size(const Epilogue& e, int64_t H, int64_t W, int64_t* Hp, int64_t* Wp);

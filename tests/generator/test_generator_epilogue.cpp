@@ -63,7 +63,8 @@ TEST_CASE("generator epilogue: struct Epi carries the chain's types, constants a
     CHECK(has(epi, "typedef float Final;"));
     CHECK(has(epi, "kStaged = true, kPool = true, kPoolMax = true;"));
     CHECK(has(epi, "kPoolSize = 2, kPoolStride = 2;"));
-    CHECK(has(epi, "kQuantize = true, kQPerChannel = false;"));
+    // With a pool the quantizer runs after it, on the pooled float: no thresholds.
+    CHECK(has(epi, "kQuantize = true, kQPerChannel = false, kQThresholds = false;"));
     CHECK(has(epi, "kQBits = 2, kQEnc = 0;"));
     // pre: scale_bias then relu, in that order; post: nothing.
     const size_t fma = epi.find("const float x1 = fmaf(static_cast<float>(x0), a.scale[o], a.bias[o]);");
@@ -89,8 +90,11 @@ TEST_CASE("generator epilogue: struct Epi carries the chain's types, constants a
     const std::string q = epi_of(apnn::generate(
         spec_of(kMm, R"([{"op":"quantize","bits":3,"enc":"signed","scale":"per_channel"}])")));
     CHECK(has(q, "kStaged = true, kPool = false"));
-    CHECK(has(q, "kQuantize = true, kQPerChannel = true;"));
+    // Without a pool, up to 3 bits: compares against per-channel accumulator thresholds.
+    CHECK(has(q, "kQuantize = true, kQPerChannel = true, kQThresholds = true;"));
     CHECK(has(q, "kQBits = 3, kQEnc = 2;"));
+    const std::string q4 = epi_of(apnn::generate(spec_of(kMm, R"([{"op":"quantize","bits":4,"enc":"unsigned"}])")));
+    CHECK(has(q4, "kQThresholds = false;"));
   }
 }
 
