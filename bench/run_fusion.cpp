@@ -1,5 +1,5 @@
 // The fusion section of `apnn bench`: a conv whose epilogue chain runs in the kernel
-// (pool and quantize to 2-bit planes) against the paper's "w/o Fusion" sequence: the conv
+// (folded batch norm, ReLU, pool, quantize to 2-bit planes) against the paper's "w/o Fusion" sequence: the conv
 // with int32 output, then one kernel per stage (scale_bias+relu, pool, quantize+pack),
 // generated from the same Epi (templates/unfused_epilogue.cuh). Both are checked: the fused
 // output against the CPU reference through the chain, the unfused one word for word against
@@ -112,27 +112,38 @@ nlohmann::json run_case(Section& sec, const KernelSpec& fused_spec, const ConvSh
 }  // namespace
 
 void run_fusion_section(Section& s, bool quick) {
-  const char* const chains[][2] = {
+  // The paper's layers (N=1, 16x16) and batch-8 ResNet-like ones, for the chains with a pool.
+  const std::vector<ConvShape> paper = {{1, 128, 16, 16, 128}, {1, 256, 16, 16, 256}, {1, 512, 16, 16, 512},
+                                        {1, 1024, 16, 16, 1024}, {8, 64, 56, 56, 64},  {8, 128, 28, 28, 128}};
+  // ResNet-18's 3x3/1 layers at batch 128, with the chain that ends each block's first conv
+  // (the smallest first: --quick runs each chain's first shape).
+  const std::vector<ConvShape> resnet128 = {{128, 512, 7, 7, 512}, {128, 256, 14, 14, 256}, {128, 128, 28, 28, 128},
+                                            {128, 64, 56, 56, 64}};
+  const struct {
+    const char* name;
+    const char* chain;
+    const std::vector<ConvShape>& shapes;
+  } cases[] = {
       // The paper's experiment: APConv-w1a2, 2x2 pool, 2-bit quantize.
-      {"pool+q2", R"([{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])"},
+      {"pool+q2", R"([{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])", paper},
       // The whole layer: folded batch norm, ReLU, pool, quantize.
       {"bn+relu+pool+q2",
-       R"([{"op":"scale_bias"},{"op":"relu"},{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])"},
+       R"([{"op":"scale_bias"},{"op":"relu"},{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])",
+       paper},
+      // A ResNet layer without a pool: folded batch norm, ReLU, quantize for the next conv.
+      {"bn+relu+q2", R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])", resnet128},
   };
-  std::vector<ConvShape> shapes = {{1, 128, 16, 16, 128}, {1, 256, 16, 16, 256}, {1, 512, 16, 16, 512},
-                                   {1, 1024, 16, 16, 1024}, {8, 64, 56, 56, 64},  {8, 128, 28, 28, 128}};
-  if (quick) shapes.resize(1);
-  for (const auto& c : chains)
-    for (const ConvShape& sh : shapes) {
+  for (const auto& c : cases)
+    for (size_t i = 0; i < (quick ? 1 : c.shapes.size()); ++i) {
       KernelSpec spec;
       spec.op = Op::Apconv;
       spec.w = {1, Encoding::Pm1};
       spec.x = {2, Encoding::Unsigned};
       spec.conv = {3, 3, 1, 1, 1, 1};
-      spec.epilogue = parse_epilogue(nlohmann::json::parse(c[1]), true, "bench");
-      nlohmann::json r = run_case(s, spec, sh);
-      r["name"] = c[0];
-      std::fprintf(stderr, "bench: fusion %s %s: %.2f vs %.2f us\n", r["layer"].get<std::string>().c_str(), c[0],
+      spec.epilogue = parse_epilogue(nlohmann::json::parse(c.chain), true, "bench");
+      nlohmann::json r = run_case(s, spec, c.shapes[i]);
+      r["name"] = c.name;
+      std::fprintf(stderr, "bench: fusion %s %s: %.2f vs %.2f us\n", r["layer"].get<std::string>().c_str(), c.name,
                    r["fused_us"].get<double>(), r["unfused_us"].get<double>());
       s.report.fusion.push_back(r);
     }
