@@ -30,6 +30,11 @@ struct ApmmProblem {
   }
 
   __device__ __forceinline__ bool column_valid(int c) const { return blockIdx.y * T::kBN + c < N; }
+  // epilogue.cuh's quantized_store reads a column once for all of a thread's rows; here a
+  // column is its index.
+  using Column = int;
+  __device__ __forceinline__ int column(int c) const { return c; }
+  __device__ __forceinline__ bool valid(int c) const { return column_valid(c); }
 
   // The corrected int32 product of row o and tile column c (wrapping u32 arithmetic).
   template <class Acc>

@@ -339,6 +339,15 @@ struct ConvProblem {
     const ConvColumn col = column_table()[c];
     return corrected(acc, mi, ni, e, o, col);
   }
+  // The same through a column read once for all of a thread's rows (epilogue.cuh's
+  // quantized_store): Column, column(c), valid(column), value(..., column).
+  using Column = ConvColumn;
+  __device__ __forceinline__ ConvColumn column(int c) const { return column_table()[c]; }
+  __device__ __forceinline__ static bool valid(const ConvColumn& col) { return col.p >= 0; }
+  template <class Acc>
+  __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, const ConvColumn& col) const {
+    return corrected(acc, mi, ni, e, o, col);
+  }
 
   __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][Frag::kMI][Frag::kNI][4], int m_base, int n_base,
                                         int g, int tig) const {

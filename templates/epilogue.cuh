@@ -54,24 +54,23 @@ template <class E>
 struct ChannelThresholds {
   static constexpr int kSteps = (1 << E::kQBits) - 1;
   i32 t[kSteps];
-  i32 base, steps, sign;
+  i32 base, steps, sign;  // base: the lowest accumulator's level, in the encoding's value
   __device__ __forceinline__ void load(const EpilogueArgs& a, int o) {
     const i32* w = a.thresholds + o * (kSteps + 1);
 #pragma unroll
     for (int k = 0; k < kSteps; ++k) t[k] = w[k];
     const i32 h = w[kSteps];
-    base = h & 0xff;
+    constexpr i32 kLo = E::kQEnc == kEncSigned ? -(1 << (E::kQBits - 1)) : 0;
+    base = (h & 0xff) + kLo;
     steps = (h >> 8) & 0xff;
     sign = (h >> 16) ? -1 : 1;
   }
-  // The code bits of accumulator y: the level from the lowest value, in the encoding's bits.
+  // The code bits of accumulator y: its level from the lowest value, in the encoding's bits.
   __device__ __forceinline__ u32 code(i32 y) const {
     i32 count = 0;
 #pragma unroll
     for (int k = 0; k < kSteps; ++k) count += y >= t[k] ? 1 : 0;
-    const i32 level = base + sign * min(count, steps);
-    constexpr i32 kLo = E::kQEnc == kEncSigned ? -(1 << (E::kQBits - 1)) : 0;
-    return static_cast<u32>(level + kLo) & ((1u << E::kQBits) - 1u);
+    return static_cast<u32>(base + sign * min(count, steps)) & ((1u << E::kQBits) - 1u);
   }
 };
 
@@ -98,8 +97,8 @@ __device__ __forceinline__ typename E::Pooled pool_window(const typename E::Stag
 
 // A quantize chain without a pool: every op is per element, so each thread quantizes its own
 // accumulators (up to 3 bits by compares against the channel's accumulator thresholds, else
-// through the chain's float ops), stages one code byte per output as [column][row], and then one thread per
-// (column, 32 rows) packs each plane's 32 bits with bit arithmetic (codes < 2^8). The warp
+// through the chain's float ops), stages one code byte per output as [column][row], and then
+// one thread per (column, 32 rows) packs each plane's 32 bits with bit arithmetic. The warp
 // ballot form below cost about 190 instructions per pixel and 32 channels (per-lane 64-bit
 // addresses, a division, parameter loads after every shared store), which made the fused
 // bn+relu+q2 conv 4.2x slower than the plain int32 one at batch 128 (session 19, call 2).
@@ -114,28 +113,36 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   constexpr int kChunks = T::kBM / 32;
   const int O = prob.a_rows;
   unsigned char* codes = reinterpret_cast<unsigned char*>(prob.smem);
-  // Every code before the first shared store: no store between a row's parameter loads, so
-  // they are loaded once per row rather than once per element.
+  // Every code before the first shared store, so that no store separates the loads of a
+  // row's parameters (float path) or a column's table entry: each is loaded once, the rows'
+  // thresholds first, then per column the codes of the thread's rows.
+  ChannelThresholds<E> th[Core::kMI][2];
+  if constexpr (E::kQThresholds) {
+#pragma unroll
+    for (int mi = 0; mi < Core::kMI; ++mi)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int o = m_base + mi * 16 + g + half * 8;
+        if (o < O) th[mi][half].load(prob.epi, o);
+      }
+  }
   u32 code[Core::kMI][2][Core::kNI][2];
 #pragma unroll
-  for (int mi = 0; mi < Core::kMI; ++mi)
+  for (int ni = 0; ni < Core::kNI; ++ni)
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int o = m_base + mi * 16 + g + half * 8;
-      ChannelThresholds<E> th;
-      if constexpr (E::kQThresholds) {
-        if (o < O) th.load(prob.epi, o);
-      }
+    for (int e = 0; e < 2; ++e) {
+      const typename P::Column column = prob.column(n_base - col * T::kBN + ni * 8 + 2 * tig + e);
+      const bool column_ok = prob.valid(column);
 #pragma unroll
-      for (int ni = 0; ni < Core::kNI; ++ni)
+      for (int mi = 0; mi < Core::kMI; ++mi)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int c = n_base - col * T::kBN + ni * 8 + 2 * tig + e;
+        for (int half = 0; half < 2; ++half) {
+          const int o = m_base + mi * 16 + g + half * 8;
           code[mi][half][ni][e] = 0u;  // rows past O and columns without a pixel: zero bits
-          if (o < O && prob.column_valid(c)) {
-            const i32 y = static_cast<i32>(prob.value(acc, mi, ni, half * 2 + e, o, c));
+          if (o < O && column_ok) {
+            const i32 y = static_cast<i32>(prob.value(acc, mi, ni, half * 2 + e, o, column));
             if constexpr (E::kQThresholds) {
-              code[mi][half][ni][e] = th.code(y);
+              code[mi][half][ni][e] = th[mi][half].code(y);
             } else {
               const auto x = E::post(E::pre(y, o, prob.epi), o, prob.epi);
               code[mi][half][ni][e] = quantize_code<E>(static_cast<float>(x), o, prob.epi);
