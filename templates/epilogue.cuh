@@ -52,9 +52,9 @@ __device__ __forceinline__ u32 quantize_code(float x, int o, const EpilogueArgs&
 // are exact), held in registers while the thread quantizes that channel's outputs.
 template <class E>
 struct ChannelThresholds {
-  static constexpr int kSteps = (1 << E::kQBits) - 1;
+  static constexpr int kSteps = E::kQThresholds ? (1 << E::kQBits) - 1 : 1;  // one word unused on the float path
   i32 t[kSteps];
-  i32 base, steps, sign;  // base: the lowest accumulator's level, in the encoding's value
+  i32 base, steps, sign;  // base: the code (level + the encoding's lowest value) at the lowest accumulator
   __device__ __forceinline__ void load(const EpilogueArgs& a, int o) {
     const i32* w = a.thresholds + o * (kSteps + 1);
 #pragma unroll
@@ -107,8 +107,9 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
                                                 int m0, int col) {
   using E = typename T::Epi;
   static_assert(E::kQuantize && !E::kPool && T::kBM % 32 == 0 && E::kQBits <= 8, "codes of one byte, whole words");
-  // A column's bytes: kBM + 16 keeps the 16-byte loads aligned and, with the fragment's byte
-  // stores, free of bank conflicts (columns 2*tig land 8*tig banks apart).
+  // A column's bytes: kBM + 16 keeps the 16-byte loads aligned (kLd / 16 odd: 8 lanes hit 8
+  // distinct 16-byte slots) and the fragment's byte stores free of bank conflicts (2*kLd is 8
+  // or 24 banks mod 32, so columns 2*tig fall in distinct banks).
   constexpr int kLd = T::kBM + 16;
   constexpr int kChunks = T::kBM / 32;
   const int O = prob.a_rows;
@@ -126,7 +127,9 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
         if (o < O) th[mi][half].load(prob.epi, o);
       }
   }
-  u32 code[Core::kMI][2][Core::kNI][2];
+  // A thread's four codes of (mi, ni) share a register, byte half*2 + e: one register per
+  // output spilled on the 128-register sm_90a tiles (session 19 review: 356-584 bytes).
+  u32 code[Core::kMI][Core::kNI] = {};
 #pragma unroll
   for (int ni = 0; ni < Core::kNI; ++ni)
 #pragma unroll
@@ -138,14 +141,14 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int o = m_base + mi * 16 + g + half * 8;
-          code[mi][half][ni][e] = 0u;  // rows past O and columns without a pixel: zero bits
+          // Rows past O and columns without a pixel keep zero bits.
           if (o < O && column_ok) {
             const i32 y = static_cast<i32>(prob.value(acc, mi, ni, half * 2 + e, o, column));
             if constexpr (E::kQThresholds) {
-              code[mi][half][ni][e] = th[mi][half].code(y);
+              code[mi][ni] |= th[mi][half].code(y) << (8 * (half * 2 + e));
             } else {
               const auto x = E::post(E::pre(y, o, prob.epi), o, prob.epi);
-              code[mi][half][ni][e] = quantize_code<E>(static_cast<float>(x), o, prob.epi);
+              code[mi][ni] |= quantize_code<E>(static_cast<float>(x), o, prob.epi) << (8 * (half * 2 + e));
             }
           }
         }
@@ -161,7 +164,7 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int r = m_base - m0 + mi * 16 + g + half * 8, c = n_base - col * T::kBN + ni * 8 + 2 * tig + e;
-          codes[c * kLd + r] = static_cast<unsigned char>(code[mi][half][ni][e]);
+          codes[c * kLd + r] = static_cast<unsigned char>(code[mi][ni] >> (8 * (half * 2 + e)));
         }
   __syncthreads();
   u32* planes = static_cast<u32*>(prob.epi.out);
@@ -194,21 +197,13 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   }
 }
 
-// The staged path (a chain with pool, with or without quantize): every thread writes its values after the
+// A chain with a pool (and a quantize or not): every thread writes its values after the
 // pre-pool ops into shared memory as [column][row]; then whole warps take (output pixel,
 // 32 rows): lane = output channel, so a quantized plane word is one __ballot_sync.
-//   P::value(acc, mi, ni, e, o, c): the corrected accumulator of row o, tile column c
-//   P::column_valid(c), P::out_pixels, P::out_hw, P::out_cw, P::a_rows (O), P::smem, P::epi
-// The block's tile starts at row m0 and is column tile `col` (of kBN columns, or of
-// kOutPerTile pooling windows): the caller's grid mapping, blockIdx or a tile index.
 template <class T, class Core, class P, class Acc>
-__device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
+__device__ __forceinline__ void pooled_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
                                              int m0, int col) {
   using E = typename T::Epi;
-  if constexpr (E::kQuantize && !E::kPool) {
-    quantized_store<T, Core>(prob, acc, m_base, n_base, g, tig, m0, col);
-    return;
-  }
   using Staged = typename E::Staged;
   constexpr int kLd = T::kBM + 4;  // 2*kLd = 8 (mod 32) banks: the fragment stores do not conflict
   constexpr int kSS = E::kPool ? E::kPoolSize * E::kPoolSize : 1;
@@ -267,6 +262,23 @@ __device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int 
       if (ok) static_cast<typename E::Final*>(prob.epi.out)[(static_cast<i64>(img) * O + o) * prob.out_hw + pix] = x;
     }
   }
+}
+
+// The staged epilogues (a chain with a pool or a quantize), on a Problem P (apmm_sm80.cuh,
+// conv_sm80.cuh) that supplies:
+//   P::value(acc, mi, ni, e, o, c): the corrected accumulator of row o, tile column c
+//   P::column_valid(c), P::out_pixels, P::out_hw, P::out_cw, P::a_rows (O), P::smem, P::epi
+//   P::Column, column(c), valid(column), value(acc, mi, ni, e, o, column): the same through
+//   a column handle read once for all of a thread's rows
+// The block's tile starts at row m0 and is column tile `col` (of kBN columns, or of
+// kOutPerTile pooling windows): the caller's grid mapping, blockIdx or a tile index.
+template <class T, class Core, class P, class Acc>
+__device__ __forceinline__ void staged_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
+                                             int m0, int col) {
+  if constexpr (T::Epi::kQuantize && !T::Epi::kPool)
+    quantized_store<T, Core>(prob, acc, m_base, n_base, g, tig, m0, col);
+  else
+    pooled_store<T, Core>(prob, acc, m_base, n_base, g, tig, m0, col);
 }
 
 }  // namespace apnn
