@@ -28,6 +28,8 @@ int quantize_level(const EpilogueOp& q, int16_t value) {
 }
 
 std::vector<int32_t> quantize_thresholds(const Epilogue& e, const EpilogueParams& p, int64_t channels) {
+  if (!e.quantize() || e.pool())
+    throw Error(ErrorKind::InvalidInput, "quantize thresholds: the chain needs a quantize op and no pool");
   check_epilogue_params(e, p, channels);
   const EpilogueOp& q = *e.quantize();
   const int words = quantize_threshold_words(e);

@@ -102,7 +102,11 @@ TEST_CASE("quantize thresholds: which chains use them, and bad input") {
       nlohmann::json::parse(R"([{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])"),
       true, "test")));
   const Epilogue relu = chain(R"([{"op":"relu"}])");
-  CHECK_THROWS_AS(quantize_thresholds(relu, {}, 4), Error);
+  CHECK_THROWS_WITH_AS(quantize_thresholds(relu, {}, 4), doctest::Contains("needs a quantize op and no pool"), Error);
+  const Epilogue pooled = parse_epilogue(
+      nlohmann::json::parse(R"([{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])"),
+      true, "test");
+  CHECK_THROWS_WITH_AS(quantize_thresholds(pooled, {{}, {}, {1.0f}, {0.0f}}, 4), doctest::Contains("no pool"), Error);
   // Parameters are checked as for the kernel: a quantizer scale of 0 is refused.
   const Epilogue q = chain(R"([{"op":"quantize","bits":2,"enc":"unsigned"}])");
   CHECK_THROWS_WITH_AS(quantize_thresholds(q, {{}, {}, {0.0f}, {0.0f}}, 4), doctest::Contains("q_scale"), Error);
