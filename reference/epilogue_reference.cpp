@@ -158,7 +158,9 @@ EpilogueParams fitted_epilogue_params(const Epilogue& e, const int32_t* y, int64
     for (double x : v) sq += (x - mean) * (x - mean);
     const double spread = v.empty() || sq == 0 ? 1.0 : std::sqrt(sq / static_cast<double>(v.size()));
     for (int64_t o = 0; o < C; ++o) {
-      const double s = uniform(0.5, 1.5) / spread;
+      // Every fourth channel negated: a layer's folded batch norm can flip a channel, and the
+      // kernels' quantize thresholds then count down (engine/quantize_thresholds.h).
+      const double s = (o % 4 == 3 ? -1 : 1) * uniform(0.5, 1.5) / spread;
       p.scale.push_back(static_cast<float>(s));
       p.bias.push_back(static_cast<float>(-mean * s + uniform(-0.5, 0.5)));
     }

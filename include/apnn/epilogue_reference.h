@@ -34,7 +34,8 @@ void pooled_size(const Epilogue& e, int64_t H, int64_t W, int64_t* Hp, int64_t* 
 
 // Random parameters that spread a layer's outputs over the quantizer's levels, for tests and
 // verification, fitted to the data y (N, C, H, W): scale_bias normalizes the values that reach it (after any
-// ops before it) to about mean 0, spread 1 with random per-channel jitter, and the
+// ops before it) to about mean 0, spread 1 with random per-channel jitter (every fourth
+// channel's scale negative), and the
 // quantizer's levels span the 2nd..98th percentile of the values that reach it.
 EpilogueParams fitted_epilogue_params(const Epilogue& e, const int32_t* y, int64_t N, int64_t C, int64_t H, int64_t W,
                                       uint64_t seed);

@@ -90,15 +90,17 @@ TEST_CASE("conv chains on explicit tiles: windows per tile, warps per task, stri
   const Epilogue full = chain(kConvChains[7]);  // scale_bias relu pool(max 2/2) quantize
   const Epilogue avg3 = chain(kConvChains[9]);  // relu pool(max 3/2) scale_bias quantize pm1
   // Without a pool each thread quantizes its own outputs and packs words per column
-  // (templates/epilogue.cuh, quantized_store): 32, 64 and 128 rows a tile, 2 and 4 bits.
+  // (templates/epilogue.cuh, quantized_store): 32, 64 and 128 rows a tile; 2 and 3 bits by
+  // thresholds (unsigned, signed with falling channels), 4 bits by the float ops.
   const Epilogue q2 = chain(kConvChains[6]);  // scale_bias relu quantize 2-bit unsigned
-  const Epilogue q4 = chain(kConvChains[5]);  // quantize 4-bit signed per channel
+  const Epilogue q4 = chain(kConvChains[5]);  // quantize 4-bit signed per channel (float ops)
+  const Epilogue q3 = chain(R"([{"op":"scale_bias"},{"op":"quantize","bits":3,"enc":"signed","scale":"per_channel"}])");
   // The last two are warpgroup tiles: the wgmma core on sm_90a (the batch-128 convs' tiles).
   const Tile tiles[] = {{32, 16, 256, 2, 2, 1},   {64, 64, 512, 3, 2, 2},  {128, 128, 512, 2, 2, 4},
                         {32, 128, 1024, 2, 1, 4}, {64, 128, 512, 4, 4, 2}, {128, 64, 1024, 3, 8, 1}};
   int cases = 0;
   uint64_t seed = 500;
-  for (const Epilogue* e : {&full, &avg3, &q2, &q4})
+  for (const Epilogue* e : {&full, &avg3, &q2, &q4, &q3})
     for (const Tile& t : tiles) {
       KernelSpec s = conv_spec(kPrecisions[0], *e);
       s.tile = t;
@@ -122,6 +124,7 @@ TEST_CASE("apmm chains: scale_bias, relu, quantize per tensor and per channel, o
       R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])",
       R"([{"op":"scale_bias"},{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])",
       R"([{"op":"relu"},{"op":"scale_bias"},{"op":"quantize","bits":3,"enc":"pm1","scale":"per_channel"}])",
+      R"([{"op":"scale_bias"},{"op":"quantize","bits":2,"enc":"signed"}])",
   };
   const ApmmShape shapes[] = {{64, 1024, 1024}, {333, 517, 1000}, {7, 13, 300}, {1, 1, 1}};
   int cases = 0;
