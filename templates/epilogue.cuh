@@ -99,7 +99,7 @@ __device__ __forceinline__ typename E::Pooled pool_window(const typename E::Stag
 // accumulators (up to 3 bits by compares against the channel's accumulator thresholds, else
 // through the chain's float ops), stages one code byte per output as [column][row], and then
 // one thread per (column, 32 rows) packs each plane's 32 bits with bit arithmetic. The warp
-// ballot form below cost about 190 instructions per pixel and 32 channels (per-lane 64-bit
+// ballot form (pooled_store, below) cost about 190 instructions per pixel and 32 channels (per-lane 64-bit
 // addresses, a division, parameter loads after every shared store), which made the fused
 // bn+relu+q2 conv 4.2x slower than the plain int32 one at batch 128 (session 19, call 2).
 template <class T, class Core, class P, class Acc>
