@@ -16,15 +16,8 @@ int quantize_threshold_words(const Epilogue& e) {
 }
 
 int quantize_level(const EpilogueOp& q, int16_t value) {
-  const int bits = q.out.bits;
-  switch (q.out.enc) {
-    case Encoding::Signed:
-      return value + (1 << (bits - 1));
-    case Encoding::Pm1:
-      return (value + (1 << bits) - 1) / 2;
-    default:
-      return value;
-  }
+  // pm1 values step by 2 (odd integers), the others by 1.
+  return static_cast<int>((value - q.out.min_value()) / (q.out.enc == Encoding::Pm1 ? 2 : 1));
 }
 
 std::vector<int32_t> quantize_thresholds(const Epilogue& e, const EpilogueParams& p, int64_t channels) {
