@@ -171,9 +171,9 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   }
   // Both wgmma cores take the output's tensor map for staged bulk stores (in a pipeline slot,
   // or the TMA core's whole-tile staging); those need a row stride of whole 16 bytes, other
-  // widths store directly.
-  int tma_store =
-      n % 4 == 0 && (rules::wgmma_stages_output(t, s.w, s.x) || rules::tma_output_staging_bytes(t, s.w, s.x) > 0);
+  // widths and chains store directly (a chain's output is not the int32 tensor the map describes).
+  int tma_store = s.epilogue.empty() && n % 4 == 0 &&
+                  (rules::wgmma_stages_output(t, s.w, s.x) || rules::tma_output_staging_bytes(t, s.w, s.x) > 0);
   CUtensorMap ymap{};
   if (tma_store) ymap = output_map(out.values, m, n);
   if (t.cluster == 1) {

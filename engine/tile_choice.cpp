@@ -92,13 +92,23 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
 Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   const bool sm90a = t.arch == "sm_90a";
   // sm_90a: the wgmma core's tile once it gives at least half a wave of blocks and K fills
-  // its 1024-bit stage (plain int32 output; fused chains stay on the mma.sync core's tiles).
-  // At 8192x256x256 its bk-1024 tile took 9.5 us, the heuristic's bk-256 tile 8.3 (session 3,
-  // device run 5).
-  if (sm90a && s.op == Op::Apmm && s.epilogue.empty() && p.K_bits >= 1024) {
+  // its 1024-bit stage. At 8192x256x256 its bk-1024 tile took 9.5 us, the heuristic's bk-256
+  // tile 8.3 (session 3, device run 5).
+  if (sm90a && s.op == Op::Apmm && p.K_bits >= 1024) {
     Tile wt;
     if (rules::wgmma_tile(&wt, s.w, s.x) && rules::wgmma_shared_bytes(wt, s.w, s.x) <= t.max_smem &&
         2 * tile_count(p, wt.bm, wt.bn) >= t.sm_count) {
+      // A fused chain runs on the cp.async core (the TMA core stores the plain output only).
+      // w1a2 + bn+relu+q2 (session 20, device call 3, H200): this 128x128 tile with two
+      // warpgroups along N 22.10 us at 1024x4096x4096 and 137.42 at 8192x4096x4096, the
+      // heuristic's 8x1 warps 24.78 and 148.99 (128x64: 26.97, 168.05).
+      if (!s.epilogue.empty()) {
+        Tile split = wt;
+        split.warps_n = 2;
+        if (wt.bn >= 128 && rules::wgmma_tile_error(split, s.w, s.x).empty() && fits(s, split, t)) return split;
+        if (fits(s, wt, t)) return wt;
+        return rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);
+      }
       // The TMA core with a cluster of 2 sharing the larger operand tile, when the tiles pair
       // up: faster than the cp.async core at 1024x4096x4096 and 8192x4096x4096 by 1.05x (w1a1),
       // 1.09-1.15x (w1a2) and 1.26-1.40x (w2a2) (session 4 device calls 10-11;

@@ -55,7 +55,7 @@ struct Epi {{
   typedef {staged} Staged;
   typedef {pooled} Pooled;
   typedef {final_t} Final;
-  static constexpr bool kStaged = {staged_path}, kPool = {has_pool}, kPoolMax = {pool_max};
+  static constexpr bool kPlain = {plain}, kStaged = {staged_path}, kPool = {has_pool}, kPoolMax = {pool_max};
   static constexpr int kPoolSize = {pool_size}, kPoolStride = {pool_stride};
   static constexpr bool kQuantize = {has_q}, kQPerChannel = {q_per_channel}, kQThresholds = {q_thresholds};
   static constexpr int kQBits = {q_bits}, kQEnc = {q_enc};
@@ -69,7 +69,7 @@ struct Epi {{
 )",
       fmt::arg("chain", chain), fmt::arg("staged", type_name(types.staged_float)),
       fmt::arg("pooled", type_name(types.pooled_float)), fmt::arg("final_t", type_name(types.final_float)),
-      fmt::arg("staged_path", e.staged() ? "true" : "false"), fmt::arg("has_pool", pool ? "true" : "false"),
+      fmt::arg("plain", e.empty() ? "true" : "false"), fmt::arg("staged_path", e.staged() ? "true" : "false"), fmt::arg("has_pool", pool ? "true" : "false"),
       fmt::arg("pool_max", pool && pool->pool == PoolKind::Max ? "true" : "false"),
       fmt::arg("pool_size", pool ? pool->size : 1), fmt::arg("pool_stride", pool ? pool->stride : 1),
       fmt::arg("has_q", q ? "true" : "false"),

@@ -253,14 +253,20 @@ int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandForma
 }
 
 // The wgmma core's launch: its aligned pipeline, or an APConv chain's staging if larger
-// (it reuses the pipeline's buffers), plus the column table.
+// (it reuses the pipeline's buffers), plus the column table. An APMM quantize chain stages
+// its codes beside the pipeline (apmm_code_staging_bytes), which a persistent block keeps
+// filling with its next tile.
 static int wgmma_core_bytes(const Tile& t, const KernelSpec& spec) {
+  if (spec.op == Op::Apmm) return wgmma_shared_bytes(t, spec.w, spec.x) + apmm_code_staging_bytes(t, spec.epilogue);
   return std::max(wgmma_shared_bytes(t, spec.w, spec.x), staging_bytes(t, spec.epilogue)) + conv_table_bytes(t, spec);
 }
 
+int apmm_code_staging_bytes(const Tile& t, const Epilogue& e) { return e.quantize() ? t.bn * (t.bm + 16) : 0; }
+
 bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
   if (arch != "sm_90a" || !spec.tile) return false;
-  if (spec.op == Op::Apmm && !spec.epilogue.empty()) return false;
+  // The TMA core stores the plain int32 output only; the cp.async core runs every chain.
+  if (spec.op == Op::Apmm && !spec.epilogue.empty() && spec.tile->cluster > 1) return false;
   const char* off = std::getenv("APNN_DISABLE_WGMMA");
   if (off && *off && std::strcmp(off, "0") != 0) return false;
   const Tile& t = *spec.tile;

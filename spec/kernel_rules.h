@@ -100,11 +100,15 @@ Tile default_tile(const KernelSpec& spec);
 inline constexpr int kWgmmaSmemSlack = 1024;
 std::string wgmma_tile_error(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
-// Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM with
-// the plain int32 output or APConv with any chain, a tile that suits it (with an APConv's
-// staging and column table in shared memory), and the variable APNN_DISABLE_WGMMA unset or
+// Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM or
+// APConv with any chain (an APMM chain on the cp.async core: cluster 1), a tile that suits it
+// (with a chain's staging and an APConv's column table in shared memory), and the variable APNN_DISABLE_WGMMA unset or
 // "0" (the mma.sync core then runs the same tile, for comparisons).
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
+// An APMM quantize chain on the wgmma core stages one code byte per output, bn columns of bm
+// + 16 rows (templates/epilogue.cuh, quantized_store), in its own region after the pipeline
+// (templates/apmm_sm90a.cuh); 0 for other chains.
+int apmm_code_staging_bytes(const Tile& t, const Epilogue& e);
 // Whether an APConv on the wgmma core runs as a persistent grid (at most a wave of blocks,
 // each a contiguous share of the tiles) rather than one block per tile
 // (templates/conv_sm90a.cuh): where p*q >= 8 and the chain does not stage its output.

@@ -1,7 +1,10 @@
 // APMM on the sm_90a wgmma core: the operands and the epilogue arithmetic of apmm_sm80.cuh
 // (ApmmProblem, whose accumulator fragment has the same shape), with the X tile loaded
-// in the wgmma core's swizzled K-major layout. Plain int32 output only: specs with a fused
-// epilogue chain stay on the mma.sync core (rules::use_wgmma).
+// in the wgmma core's swizzled K-major layout. Fused chains run on the cp.async core only
+// (rules::use_wgmma: the TMA core stores the plain int32 output): a chain without a quantize
+// through store(); a quantize chain through epilogue.cuh's quantized_store, its codes staged
+// in a region of their own after the pipeline (rules::apmm_code_staging_bytes), so that the
+// persistent block's next tile keeps loading meanwhile.
 #pragma once
 #include "apmm_sm80.cuh"
 #include "gemm_sm90a.cuh"
@@ -30,10 +33,8 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // and w1a2's 128x128 tile keeps 4 stages), and uses the slot only where it has none.
   static constexpr int kStagingBytes = 2 * 64 * 128;  // per warpgroup
   static constexpr int kWarpgroups = T::kWarpsM * T::kWarpsN / 4;
-  static constexpr bool kTmaStore = Core90::kWN == 256 && Core90::kStageBytes >= kWarpgroups * kStagingBytes;
-  // The plain int32 output only (rules::use_wgmma): fused chains read blockIdx.y and stage
-  // through shared memory, which this persistent core's pipeline still fills.
-  static_assert(!T::Epi::kStaged, "the wgmma core has no fused epilogue yet");
+  using E = typename T::Epi;
+  static constexpr bool kTmaStore = E::kPlain && Core90::kWN == 256 && Core90::kStageBytes >= kWarpgroups * kStagingBytes;
   // No per-thread branches in the hooks: GemmSm90a::run's loop stays warp-uniform.
   static constexpr bool kUniformLoop = true;
   // GemmSm90a::run's tile order (every gridDim.x-th tile) and per-tile hook (none needed).
@@ -56,6 +57,26 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     u32 v;
     asm("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
+  }
+
+  // The tile a staged chain stores (epilogue.cuh's quantized_store): ApmmProblem's tile
+  // columns, counted from the tile's first column n0 rather than from blockIdx.y.
+  struct StagedTile : ApmmProblem<T> {
+    int n0;
+    __device__ __forceinline__ bool column_valid(int c) const { return n0 + c < this->N; }
+    __device__ __forceinline__ bool valid(int c) const { return column_valid(c); }
+    template <class Acc>
+    __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
+      u32 v = Core80::combine(acc, mi, ni, e);
+      if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * load_nc(this->wsum + o);
+      if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n0 + c);
+      if (T::kOffsetW != 0 && T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(this->K);
+      return v;
+    }
+  };
+  // The chain's output of row m's corrected product v (v itself for the plain int32 output).
+  __device__ __forceinline__ typename E::Final chained(u32 v, int m) const {
+    return E::post(E::pre(static_cast<i32>(v), m, this->epi), m, this->epi);
   }
 
   // The offset-encoding corrections of ApmmProblem::value, split by what they depend on: the
@@ -116,6 +137,14 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // y from wsum, so a load after a store would wait for it).
   __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base, int g,
                                         int tig) const {
+    if constexpr (E::kStaged) {
+      // The codes go to their own region after the pipeline, which the next tile is filling.
+      StagedTile tile{*this, n_base / T::kBN * T::kBN};
+      tile.smem = this->smem + Core90::kSmemBytes / 4;
+      quantized_store<T, Core80, false>(tile, acc, m_base, n_base, g, tig, m_base / T::kBM * T::kBM, n_base / T::kBN);
+      return;
+    }
+    using Final = typename E::Final;
     constexpr int kChunk = kNI < 4 ? kNI : 4;
     u32 row_term[2];
     row_terms(m_base, g, row_term);
@@ -127,18 +156,22 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       for (int half = 0; half < 2; ++half) {
         const int m = m_base + g + half * 8;
         if (m >= this->M) continue;
-        i32* row = static_cast<i32*>(this->epi.out) + static_cast<i64>(m) * this->N;
+        Final* row = static_cast<Final*>(this->epi.out) + static_cast<i64>(m) * this->N;
 #pragma unroll
         for (int c = 0; c < kChunk; ++c) {
           const int ni = ni0 + c;
           const int n = n_base + ni * 8 + 2 * tig;
           const u32 v0 = row_term[half] + col[c][0] + Core80::combine(acc, 0, ni, half * 2);
           const u32 v1 = row_term[half] + col[c][1] + Core80::combine(acc, 0, ni, half * 2 + 1);
-          if ((this->N & 1) == 0 && n + 1 < this->N) {
-            *reinterpret_cast<i32x2*>(row + n) = i32x2{static_cast<i32>(v0), static_cast<i32>(v1)};
-          } else {
-            if (n < this->N) row[n] = static_cast<i32>(v0);
-            if (n + 1 < this->N) row[n + 1] = static_cast<i32>(v1);
+          if constexpr (E::kPlain) {
+            if ((this->N & 1) == 0 && n + 1 < this->N) {
+              *reinterpret_cast<i32x2*>(row + n) = i32x2{static_cast<i32>(v0), static_cast<i32>(v1)};
+            } else {
+              if (n < this->N) row[n] = static_cast<i32>(v0);
+              if (n + 1 < this->N) row[n + 1] = static_cast<i32>(v1);
+            }
+          } else if (n < this->N) {
+            store_pair(row + n, chained(v0, m), chained(v1, m), (this->N & 1) == 0 && n + 1 < this->N, n + 1 < this->N);
           }
         }
       }
@@ -150,6 +183,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   static constexpr int kBoxBytes = 64 * 128;
   __device__ __forceinline__ void stage_box(const i32 (&acc)[T::kGroups][1][kNI][4], int c, const u32 (&row_term)[2],
                                             u32 buf, int n_base, int row0, int g, int tig) const {
+    static_assert(E::kPlain, "bulk-stored boxes hold the plain int32 output");
     u32 col[4][2];
     column_terms(n_base, c * 4, tig, col);
 #pragma unroll

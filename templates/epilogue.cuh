@@ -2,7 +2,7 @@
 // arithmetic; the CPU reference follows it op for op). The chain is compiled in: the
 // generator emits struct Epi with
 //   typedefs Staged, Pooled, Final (i32 or float: the value after the ops before pool, after
-//   pool, after the ops after pool), constants kStaged kPool kPoolMax kPoolSize kPoolStride
+//   pool, after the ops after pool), constants kPlain (no op: the int32 output) kStaged kPool kPoolMax kPoolSize kPoolStride
 //   kQuantize kQBits kQEnc kQPerChannel kQThresholds, and the straight-line functions
 //   pre(i32 accumulator, o, args) -> Staged and post(Pooled, o, args) -> Final.
 // A Problem (apmm_sm80.cuh, conv_sm80.cuh) supplies the geometry: output channel o (the
@@ -102,7 +102,9 @@ __device__ __forceinline__ typename E::Pooled pool_window(const typename E::Stag
 // ballot form (pooled_store, below) cost about 190 instructions per pixel and 32 channels (per-lane 64-bit
 // addresses, a division, parameter loads after every shared store), which made the fused
 // bn+relu+q2 conv 4.2x slower than the plain int32 one at batch 128 (session 19, call 2).
-template <class T, class Core, class P, class Acc>
+// kInPipeline: prob.smem is the pipeline's buffers (their copies are waited for first), not a
+// region of its own (the persistent wgmma APMM core's, apmm_sm90a.cuh).
+template <class T, class Core, bool kInPipeline = true, class P, class Acc>
 __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
                                                 int m0, int col) {
   using E = typename T::Epi;
@@ -153,8 +155,8 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
           }
         }
     }
-  ptx::cp_async_wait<0>();
-  __syncthreads();  // every warp is done with the pipeline's buffers
+  if constexpr (kInPipeline) ptx::cp_async_wait<0>();
+  __syncthreads();  // every warp is done with the pipeline's buffers, or with the last tile's codes
 #pragma unroll
   for (int mi = 0; mi < Core::kMI; ++mi)
 #pragma unroll

@@ -15,6 +15,7 @@
 #include "engine/verify.h"
 #include "gpu_test_util.h"
 #include "spec/epilogue.h"
+#include "spec/kernel_rules.h"
 
 using namespace apnn;
 
@@ -143,6 +144,50 @@ TEST_CASE("apmm chains: scale_bias, relu, quantize per tensor and per channel, o
         ++cases;
       }
   std::printf("epilogue apmm chains: %d cases exact\n", cases);
+}
+
+TEST_CASE("apmm chains on warpgroup tiles: the wgmma core's stores and staged codes, more tiles than a wave") {
+  TempCache cache;
+  Engine engine;
+  // On sm_90a these tiles run on the cp.async wgmma core (templates/apmm_sm90a.cuh): chains
+  // without a quantize store through the chain in registers (float and int32 outputs), a
+  // quantize stages its codes in a region beside the pipeline of the persistent block. 64x32
+  // takes A from registers; 128x128 has two warpgroups along N.
+  const char* const chains[] = {
+      R"([{"op":"scale_bias"}])",
+      R"([{"op":"relu"}])",
+      R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])",
+      R"([{"op":"scale_bias"},{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])",
+      R"([{"op":"relu"},{"op":"scale_bias"},{"op":"quantize","bits":3,"enc":"pm1","scale":"per_channel"}])",
+      R"([{"op":"scale_bias"},{"op":"quantize","bits":2,"enc":"signed"}])",
+  };
+  const Tile tiles[] = {{128, 128, 1024, 4, 8, 2}, {64, 32, 512, 3, 4, 1}, {128, 64, 1024, 3, 8, 1}, {64, 128, 256, 4, 4, 2}};
+  int cases = 0;
+  uint64_t seed = 1300;
+  auto run = [&](const OperandFormat* p, const char* c, const Tile& t, ApmmShape sh) {
+    KernelSpec s;
+    s.w = p[0];
+    s.x = p[1];
+    s.epilogue = parse_epilogue(nlohmann::json::parse(c), false, "test");
+    s.tile = t;
+    REQUIRE(rules::check_kernel_tile(t, canonicalize(s)).empty());
+    const VerifyReport r = verify_apmm(engine, s, sh, ++seed, 0);
+    INFO(r.canonical, " ", r.shape.dump(), ": ", r.first_mismatch);
+    if (r.arch == "sm_90a") CHECK(rules::use_wgmma(canonicalize(s), r.arch));
+    CHECK(r.checked > 0);
+    CHECK(r.mismatches == 0);
+    if (r.output.find("packed") != std::string::npos) CHECK(r.distinct >= 3);
+    ++cases;
+  };
+  for (const char* c : chains)
+    for (const Tile& t : tiles) run(kPrecisions[0], c, t, {333, 517, 3000});
+  // 512 tiles of 64x32, several a block: the next tile loads while a tile's codes are staged.
+  for (const char* c : {chains[2], chains[4]}) run(kPrecisions[0], c, tiles[1], {512, 2048, 1024});
+  for (const auto* p : {kPrecisions[1], kPrecisions[2]})
+    for (const char* c : {chains[0], chains[2], chains[3]})
+      for (const Tile& t : {tiles[1], tiles[2]}) run(p, c, t, {200, 300, 1500});
+  run(kPrecisions[0], chains[2], tiles[0], {7, 13, 300});
+  std::printf("epilogue apmm chains on warpgroup tiles: %d cases exact\n", cases);
 }
 
 TEST_CASE("a quantized layer's packed output is the next layer's input, without repacking") {

@@ -12,6 +12,7 @@
 #include "apnn/tuning.h"
 #include "engine/tile_choice.h"
 #include "engine/tune.h"
+#include "spec/epilogue.h"
 #include "spec/kernel_rules.h"
 #include "test_util.h"
 
@@ -220,6 +221,38 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   // Other targets never get it.
   CHECK(*resolve_tile(w1a2(), big, nominal_target("sm_90")).tile ==
         rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 132, 227 * 1024));
+}
+
+TEST_CASE("untuned tile of an sm_90a APMM chain: the cp.async wgmma core (no cluster), two warpgroups along N at 128 columns") {
+  TempDb tmp;
+  const Target target = nominal_target("sm_90a");
+  for (const char* c : {R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])",
+                        R"([{"op":"scale_bias"},{"op":"relu"}])"}) {
+    INFO(c);
+    KernelSpec q = w1a2();
+    q.epilogue = parse_epilogue(nlohmann::json::parse(c), false, "test");
+    Tile wt;
+    REQUIRE(rules::wgmma_tile(&wt, q.w, q.x));
+    REQUIRE(wt.bn == 128);
+    Tile split = wt;
+    split.warps_n = 2;
+    for (const ApmmShape& sh : {ApmmShape{1024, 4096, 4096}, ApmmShape{8192, 8192, 8192}}) {
+      const KernelSpec k = resolve_tile(q, apmm_problem(sh), target);
+      CHECK(*k.tile == split);
+      CHECK(k.tile->cluster == 1);
+      CHECK(rules::use_wgmma(k, "sm_90a"));
+    }
+    // w2a2's 128x64 tile keeps one warpgroup column; K under a stage, the plain output's
+    // rule (mma.sync, warps side by side along N).
+    KernelSpec q22 = w2a2();
+    q22.epilogue = q.epilogue;
+    Tile wt22;
+    REQUIRE(rules::wgmma_tile(&wt22, q22.w, q22.x));
+    CHECK(*resolve_tile(q22, apmm_problem({1024, 4096, 4096}), target).tile == wt22);
+    const KernelSpec short_k = resolve_tile(q, apmm_problem({8192, 256, 256}), target);
+    CHECK(*short_k.tile == *resolve_tile(w1a2(), apmm_problem({8192, 256, 256}), target).tile);
+    CHECK_FALSE(rules::use_wgmma(short_k, "sm_90a"));
+  }
 }
 
 TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get one warpgroup column, short grids bk 1024") {

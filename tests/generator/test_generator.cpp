@@ -381,13 +381,30 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
     CHECK_FALSE(apnn::rules::wgmma_tile_error(*s.tile, s.w, s.x).empty());
     CHECK(contains(apnn::generate(s, "sm_90a").source, "apnn::apmm_sm80<Traits>("));
   }
-  // An APMM chain keeps the mma.sync core (the wgmma APMM core stores int32 only).
+  // An APMM chain runs on the cp.async wgmma core (the TMA core stores the plain int32 output
+  // only: a cluster with a chain is refused by the spec), with or without a quantize; the
+  // Epi struct says whether the output is plain, which keeps the bulk-stored boxes off chains.
   KernelSpec fused = apnn::parse_spec_text(
       R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","epilogue":[{"op":"scale_bias"},{"op":"relu"}],
           "tile":{"bm":128,"bn":128,"bk":1024,"stages":4,"warps_m":8,"warps_n":1}})",
       "test");
-  CHECK_FALSE(apnn::rules::use_wgmma(apnn::canonicalize(fused), "sm_90a"));
-  CHECK(contains(apnn::generate(apnn::canonicalize(fused), "sm_90a").source, "apnn::apmm_sm80<Traits>("));
+  CHECK(apnn::rules::use_wgmma(apnn::canonicalize(fused), "sm_90a"));
+  CHECK(contains(apnn::generate(apnn::canonicalize(fused), "sm_90a").source, "apnn::apmm_sm90a<Traits>("));
+  CHECK(contains(apnn::generate(apnn::canonicalize(fused), "sm_90a").source, "kPlain = false"));
+  CHECK(contains(apnn::generate(apnn::canonicalize(fused), "sm_90").source, "apnn::apmm_sm80<Traits>("));
+  const KernelSpec quantized = apnn::parse_spec_text(
+      R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",
+          "epilogue":[{"op":"scale_bias"},{"op":"quantize","bits":2,"enc":"unsigned"}],
+          "tile":{"bm":128,"bn":128,"bk":1024,"stages":4,"warps_m":8,"warps_n":1}})",
+      "test");
+  CHECK(apnn::rules::use_wgmma(apnn::canonicalize(quantized), "sm_90a"));
+  CHECK(contains(apnn::generate(apnn::canonicalize(quantized), "sm_90a").source, "apnn::apmm_sm90a<Traits>("));
+  KernelSpec plain = fused;
+  plain.epilogue.ops.clear();
+  CHECK(contains(apnn::generate(apnn::canonicalize(plain), "sm_90a").source, "kPlain = true"));
+  KernelSpec clustered = fused;
+  clustered.tile->cluster = 2;
+  CHECK_FALSE(apnn::rules::use_wgmma(clustered, "sm_90a"));
   // APConv: the same rule, with or without a chain.
   const KernelSpec conv = apnn::parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],
