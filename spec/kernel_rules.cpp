@@ -263,6 +263,11 @@ static int wgmma_core_bytes(const Tile& t, const KernelSpec& spec) {
 
 int apmm_code_staging_bytes(const Tile& t, const Epilogue& e) { return e.quantize() ? t.bn * (t.bm + 16) : 0; }
 
+bool quantize_sums_stored(const KernelSpec& spec, bool wgmma_core, int64_t M) {
+  return spec.op == Op::Apmm && wgmma_core && spec.tile && spec.tile->cluster == 1 && spec.epilogue.quantize() &&
+         M <= spec.tile->bm;
+}
+
 bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
   if (arch != "sm_90a" || !spec.tile) return false;
   // The TMA core stores the plain int32 output only; the cp.async core runs every chain.

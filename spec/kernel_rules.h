@@ -109,6 +109,10 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch);
 // + 16 rows (templates/epilogue.cuh, quantized_store), in its own region after the pipeline
 // (templates/apmm_sm90a.cuh); 0 for other chains.
 int apmm_code_staging_bytes(const Tile& t, const Epilogue& e);
+// Whether a quantize chain's kernel stores the per-pixel sums itself rather than adding to
+// memory the runner zeroes first: APMM on the cp.async wgmma core with all M rows in one tile
+// (templates/epilogue.cuh, quantized_store's kStoreSums). Saves the FC layer's memset.
+bool quantize_sums_stored(const KernelSpec& spec, bool wgmma_core, int64_t M);
 // Whether an APConv on the wgmma core runs as a persistent grid (at most a wave of blocks,
 // each a contiguous share of the tiles) rather than one block per tile
 // (templates/conv_sm90a.cuh): where p*q >= 8 and the chain does not stage its output.

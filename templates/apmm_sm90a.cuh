@@ -138,10 +138,11 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base, int g,
                                         int tig) const {
     if constexpr (E::kStaged) {
-      // The codes go to their own region after the pipeline, which the next tile is filling.
+      // The codes go to their own region after the pipeline, which the next tile is filling;
+      // with one M tile the column sums are stored (rules::quantize_sums_stored).
       StagedTile tile{*this, n_base / T::kBN * T::kBN};
       tile.smem = this->smem + Core90::kSmemBytes / 4;
-      quantized_store<T, Core80, false>(tile, acc, m_base, n_base, g, tig, m_base / T::kBM * T::kBM, n_base / T::kBN);
+      quantized_store<T, Core80, false, true>(tile, acc, m_base, n_base, g, tig, m_base / T::kBM * T::kBM, n_base / T::kBN);
       return;
     }
     using Final = typename E::Final;

@@ -103,8 +103,10 @@ __device__ __forceinline__ typename E::Pooled pool_window(const typename E::Stag
 // addresses, a division, parameter loads after every shared store), which made the fused
 // bn+relu+q2 conv 4.2x slower than the plain int32 one at batch 128 (session 19, call 2).
 // kInPipeline: prob.smem is the pipeline's buffers (their copies are waited for first), not a
-// region of its own (the persistent wgmma APMM core's, apmm_sm90a.cuh).
-template <class T, class Core, bool kInPipeline = true, class P, class Acc>
+// region of its own (the persistent wgmma APMM core's, apmm_sm90a.cuh). kStoreSums: where one
+// M tile holds all O channels, the per-pixel sums are stored rather than added to zeroed
+// memory (rules::quantize_sums_stored says when the runner skips the memset).
+template <class T, class Core, bool kInPipeline = true, bool kStoreSums = false, class P, class Acc>
 __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
                                                 int m0, int col) {
   using E = typename T::Epi;
@@ -171,10 +173,9 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   __syncthreads();
   u32* planes = static_cast<u32*>(prob.epi.out);
   const i64 plane_words = static_cast<i64>(prob.out_hw) * prob.out_cw;
-  for (int i = threadIdx.x; i < T::kBN * kChunks; i += Core::kThreads) {
-    const int c = i % T::kBN, chunk = i / T::kBN;
-    const int q = col * T::kBN + c;
-    if (q >= prob.out_pixels) continue;
+  // Tile column c's 32 rows from chunk*32 into each plane's word of output pixel q; then
+  // take(sum) of their plane-weighted popcount.
+  auto pack = [&](int c, int chunk, int q, auto&& take) {
     const int img = q / prob.out_hw, pix = q - img * prob.out_hw;
     const uint4* src = reinterpret_cast<const uint4*>(codes + c * kLd + chunk * 32);
     const uint4 lo = src[0], hi = src[1];
@@ -190,12 +191,32 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
       sum += plane_weight(E::kQBits, E::kQEnc, s) * __popc(word);
       dst[s * plane_words + m0 / 32 + chunk] = word;
     }
-    if (sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
+    take(sum);
     // Words past the last block's channels (up to the 128-bit row) are zero bits.
     if (m0 + T::kBM >= O && chunk == kChunks - 1)
       for (int w = (m0 + T::kBM) / 32; w < prob.out_cw; ++w)
 #pragma unroll
         for (int s = 0; s < E::kQBits; ++s) dst[s * plane_words + w] = 0u;
+  };
+  if (kStoreSums && O <= T::kBM) {
+    // One M tile holds every channel: a thread packs all of its column's chunks and stores
+    // the pixel's sum, which no other block adds to (the runner then sets no memset).
+    for (int c = threadIdx.x; c < T::kBN; c += Core::kThreads) {
+      const int q = col * T::kBN + c;
+      if (q >= prob.out_pixels) continue;
+      i32 total = 0;
+      for (int chunk = 0; chunk < kChunks; ++chunk) pack(c, chunk, q, [&](i32 sum) { total += sum; });
+      prob.epi.out_sum[q] = total;
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < T::kBN * kChunks; i += Core::kThreads) {
+    const int c = i % T::kBN, chunk = i / T::kBN;
+    const int q = col * T::kBN + c;
+    if (q >= prob.out_pixels) continue;
+    pack(c, chunk, q, [&](i32 sum) {
+      if (sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
+    });
   }
 }
 
