@@ -863,3 +863,27 @@ TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile 
   CHECK(tma_output_staging_bytes(Tile{128, 128, 1024, 4, 8, 1, 1}, w1, a1) == 0);          // cp.async core
   CHECK(tma_output_staging_bytes(Tile{64, 16, 1024, 2, 4, 1, 2}, deep.w, deep.x) == 0);      // 16-column warpgroups
 }
+
+TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pipeline and stores the sums of one M tile") {
+  const KernelSpec q = apnn::canonicalize(apnn::parse_spec_text(
+      R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",
+          "epilogue":[{"op":"scale_bias"},{"op":"quantize","bits":2,"enc":"unsigned"}],
+          "tile":{"bm":64,"bn":32,"bk":1024,"stages":4,"warps_m":4,"warps_n":1}})"));
+  REQUIRE(apnn::rules::use_wgmma(q, "sm_90a"));
+  CHECK(apnn::rules::apmm_code_staging_bytes(*q.tile, q.epilogue) == 32 * (64 + 16));
+  // The launch holds the pipeline and the codes' region (the conv reuses its pipeline's buffers).
+  CHECK(apnn::rules::core_shared_bytes(q, true) ==
+        apnn::rules::wgmma_shared_bytes(*q.tile, q.w, q.x) + apnn::rules::apmm_code_staging_bytes(*q.tile, q.epilogue));
+  // Sums stored: all M rows in one tile, on the cp.async wgmma core; else zeroed and added to.
+  CHECK(apnn::rules::quantize_sums_stored(q, true, 64));
+  CHECK(apnn::rules::quantize_sums_stored(q, true, 1));
+  CHECK_FALSE(apnn::rules::quantize_sums_stored(q, true, 65));
+  CHECK_FALSE(apnn::rules::quantize_sums_stored(q, false, 64));  // mma.sync (APNN_DISABLE_WGMMA or sm_80-89)
+  KernelSpec relu = q;
+  relu.epilogue.ops.pop_back();  // no quantize: no codes, no sums
+  CHECK(apnn::rules::apmm_code_staging_bytes(*relu.tile, relu.epilogue) == 0);
+  CHECK_FALSE(apnn::rules::quantize_sums_stored(relu, true, 64));
+  KernelSpec conv = q;
+  conv.op = apnn::Op::Apconv;
+  CHECK_FALSE(apnn::rules::quantize_sums_stored(conv, true, 64));
+}
