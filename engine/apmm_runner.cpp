@@ -160,11 +160,10 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   CUdeviceptr wp = w.planes.ptr(), ws = w.rowsum.ptr(), xp = x.planes.ptr(), xs = x.rowsum.ptr();
   EpilogueKernelArgs epi = ep.args(out);
   int m = static_cast<int>(w.rows), n = static_cast<int>(x.rows), k = static_cast<int>(w.K), ld = static_cast<int>(w.ld);
-  // The per-pixel sums are added with atomics into zeroed memory, unless the kernel stores them.
-  if (kernel_->compiled.spec.epilogue.quantize() &&
-      !rules::quantize_sums_stored(kernel_->compiled.spec, kernel_->compiled.wgmma_core, w.rows))
-    out.sums.fill_u32_async(0);
   const KernelSpec& s = kernel_->compiled.spec;
+  // The per-pixel sums are added with atomics into zeroed memory, unless the kernel stores them.
+  if (s.epilogue.quantize() && !rules::quantize_sums_stored(s, kernel_->compiled.wgmma_core, w.rows))
+    out.sums.fill_u32_async(0);
   const Tile& t = *s.tile;
   const LaunchDims d = gemm_dims(w.rows, x.rows);
   if (!kernel_->compiled.wgmma_core) {

@@ -36,11 +36,15 @@ __device__ __forceinline__ void store_pair(float* out, float a, float b, bool pa
   else { out[0] = a; if (second_ok) out[1] = b; }
 }
 
+// The lowest code of the chain's quantizer before its bits are taken (signed: -2^(q-1)).
+template <class E>
+inline constexpr i32 kCodeLo = E::kQEnc == kEncSigned ? -(1 << (E::kQBits - 1)) : 0;
+
 // Plane bits of y = clamp(floor((x - z) / s)) (pm1: y = 2k - (2^q - 1), bits = k).
 template <class E>
 __device__ __forceinline__ u32 quantize_code(float x, int o, const EpilogueArgs& a) {
   const int i = E::kQPerChannel ? o : 0;
-  constexpr float kLo = E::kQEnc == kEncSigned ? -static_cast<float>(1 << (E::kQBits - 1)) : 0.0f;
+  constexpr float kLo = static_cast<float>(kCodeLo<E>);
   constexpr float kHi = E::kQEnc == kEncSigned ? static_cast<float>((1 << (E::kQBits - 1)) - 1)
                                                 : static_cast<float>((1 << E::kQBits) - 1);
   float t = floorf((x - a.q_zero[i]) / a.q_scale[i]);
@@ -60,8 +64,7 @@ struct ChannelThresholds {
 #pragma unroll
     for (int k = 0; k < kSteps; ++k) t[k] = w[k];
     const i32 h = w[kSteps];
-    constexpr i32 kLo = E::kQEnc == kEncSigned ? -(1 << (E::kQBits - 1)) : 0;
-    base = (h & 0xff) + kLo;
+    base = (h & 0xff) + kCodeLo<E>;
     steps = (h >> 8) & 0xff;
     sign = (h >> 16) ? -1 : 1;
   }
