@@ -66,15 +66,6 @@ PackedOperand ApmmRunner::pack_x(const DeviceBuffer& values, int64_t rows, int64
 
 namespace {
 
-// Tile patches of the TMA core (templates/gemm_sm90a_tma.cuh, Patches): one per cluster
-// step, cm x cn neighbouring tiles.
-int64_t tma_patches(const KernelSpec& s, int64_t M, int64_t N) {
-  const Tile& t = *s.tile;
-  const rules::ClusterShape c = rules::cluster_shape(t, s.w, s.x);
-  const int64_t tm = (M + t.bm - 1) / t.bm, tn = (N + t.bn - 1) / t.bn;
-  return (tm + c.m - 1) / c.m * ((tn + c.n - 1) / c.n);
-}
-
 // The TMA core's view of a packed operand: a 3-D tensor of words (ld, rows, planes), read
 // in boxes of 32 words (the 1024-bit K step: 128 bytes, the 128-byte swizzle) by box_rows
 // rows by box_planes planes. Out-of-range boxes read zeros.
@@ -121,11 +112,11 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
   if (t.cluster > 1) {  // persistent clusters, each block with a producer warp
-    const int64_t patches = tma_patches(s, M, N);
+    const int64_t patches = rules::tma_patches(t, s.w, s.x, M, N);
     if (patches > (int64_t{1} << 28))
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} patches of {} tiles of {}x{}, above 2^28",
                                                        M, N, patches, t.cluster, t.bm, t.bn));
-    d.block_x = rules::block_threads(t);
+    d.block_x = rules::block_threads(t, s.w, s.x);
     d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
     d.grid_x = static_cast<unsigned>(t.cluster);
     const int64_t resident = std::max(1, kernel_->module->max_active_clusters(kApmmKernel, d));
@@ -138,7 +129,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     if (tiles > (int64_t{1} << 31) - 1)
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} tiles of {}x{}, above 2^31-1", M, N, tiles,
                                                        t.bm, t.bn));
-    d.block_x = rules::block_threads(t);
+    d.block_x = rules::block_threads(t, s.w, s.x);
     d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
     d.grid_x = kernel_->module->persistent_grid(kApmmKernel, d.block_x, d.smem_bytes, tiles);
     d.early_start = true;  // the kernel waits for the previous one before touching memory (apmm_sm90a.cuh)
@@ -149,7 +140,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
   if (d.grid_y > 65535)
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: N={} needs {} column tiles of {}, above the grid limit 65535", N,
                                                      d.grid_y, t.bn));
-  d.block_x = rules::block_threads(t);
+  d.block_x = rules::block_threads(t, s.w, s.x);
   d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, false));
   return d;
 }

@@ -132,7 +132,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
                         fast_div(od.W),          fast_div(cw),      fast_div(tiles_m)};
   void* args[] = {&wp, &rowsum, &possum, &xp, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv};
   LaunchDims d;
-  d.block_x = rules::block_threads(t);
+  d.block_x = rules::block_threads(t, s.w, s.x);
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
   d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, wgmma));

@@ -186,7 +186,7 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
     return rules::launchable(with, arch, max_smem);
   };
   for (int bm : {16, 32, 64, 128, 256})
-    for (int bn : {8, 16, 32, 64, 128, 256})
+    for (int bn : {8, 16, 32, 64, 96, 128, 192, 256})  // 96 and 192: the TMA core's wide tiles
       for (int bk : {256, 512, 1024})
         for (int stages : {2, 3, 4})
           for (int wm : {1, 2, 4, 8})

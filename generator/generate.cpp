@@ -35,6 +35,7 @@ struct Traits {{
   static constexpr int kClusterM = {cluster_m}, kClusterN = {cluster_n};  // TMA core: the cluster patch (gemm_sm90a_tma.cuh)
   static constexpr int kOutputStagingBytes = {output_staging};  // TMA core: output staging beside the pipeline
   static constexpr bool kOutputStagingWhole = {staging_whole};  // the whole tile, else two boxes per warpgroup
+  static constexpr int kProducerWarps = {producer_warps};  // TMA core: 1, or 4 handing their registers to the consumers
   static constexpr int kGroups = {groups};
   static constexpr int kXStack = {xstack};  // X planes one wgmma covers (rules::wgmma_x_stack)
   static constexpr int kOffsetW = {offw}, kOffsetX = {offx};
@@ -169,6 +170,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("cluster_m", cshape.m), fmt::arg("cluster_n", cshape.n),
       fmt::arg("output_staging", output_staging),
       fmt::arg("staging_whole", output_staging == t.bm * t.bn * 4 ? "true" : "false"),
+      fmt::arg("producer_warps", rules::tma_producer_warps(t, spec.w, spec.x)),
       fmt::arg("launch_smem", tma ? rules::core_shared_bytes(spec, true) : 0),
       fmt::arg("threads_core", tma ? "GemmSm90aTma" : "GemmSm80"), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),
       fmt::arg("bm", t.bm), fmt::arg("bn", t.bn),

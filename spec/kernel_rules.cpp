@@ -84,7 +84,8 @@ PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch)
   if (spec.op == Op::Apmm) {
     if (wgmma_x_stack(t, spec.w, spec.x, exact) > 1) return exact;
     const PlaneGroups pairs = pair_groups(spec.w, spec.x);
-    const bool fits = accumulator_regs(t, static_cast<int>(pairs.weight.size())) <= accumulator_limit(block_threads(t));
+    const bool fits =
+        accumulator_regs(t, static_cast<int>(pairs.weight.size())) <= accumulator_limit(block_threads(t, spec.w, spec.x));
     return fits && wgmma_x_stack(t, spec.w, spec.x, pairs) > 1 ? pairs : exact;
   }
   const PlaneGroups merged = merged_plane_groups(spec.w, spec.x);
@@ -97,12 +98,22 @@ int conv_blocks_per_sm(const KernelSpec& spec, const std::string& arch, const Pl
   return std::min(by_smem, conv_min_blocks(*spec.tile, static_cast<int>(groups.weight.size())));
 }
 
+int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  if (t.cluster <= 1) return 0;
+  const int groups = static_cast<int>(plane_groups(w, x).weight.size());
+  return t.warps_m * t.warps_n == 8 && accumulator_regs(t, groups) > kMaxAccumulatorRegs ? 4 : 1;
+}
+
+int block_threads(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  return 32 * (t.warps_m * t.warps_n + tma_producer_warps(t, w, x));
+}
+
 int accumulator_regs(const Tile& t, int groups) {
   return groups * (t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4;
 }
 
 int conv_min_blocks(const Tile& t, int groups) {
-  return block_threads(t) <= 256 && accumulator_regs(t, groups) <= 64 ? 2 : 1;
+  return 32 * t.warps_m * t.warps_n <= 256 && accumulator_regs(t, groups) <= 64 ? 2 : 1;  // no cluster: no producer
 }
 
 int shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
@@ -115,7 +126,9 @@ static bool one_of(int v, std::initializer_list<int> allowed) {
 
 std::string check_tile(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
   if (!one_of(t.bm, {16, 32, 64, 128, 256})) return fmt::format("tile.bm must be one of 16, 32, 64, 128, 256, got {}", t.bm);
-  if (!one_of(t.bn, {8, 16, 32, 64, 128, 256})) return fmt::format("tile.bn must be one of 8, 16, 32, 64, 128, 256, got {}", t.bn);
+  if (!one_of(t.bn, {8, 16, 32, 64, 128, 256}) && !(t.cluster > 1 && one_of(t.bn, {96, 192})))
+    return fmt::format("tile.bn must be one of 8, 16, 32, 64, 128, 256 (96 and 192 with a cluster: the TMA core), got {}",
+                       t.bn);
   if (!one_of(t.bk, {256, 512, 1024}))
     return fmt::format("tile.bk must be one of 256, 512, 1024 (bits of K per step; the binary MMA consumes 256), got {}", t.bk);
   if (t.stages < 2 || t.stages > 8) return fmt::format("tile.stages must be 2..8, got {}", t.stages);
@@ -130,7 +143,7 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
     return fmt::format("tile.bn={} does not divide into warps_n={} warp tiles of 8 columns", t.bn, t.warps_n);
   const int groups = static_cast<int>(plane_groups(w, x).weight.size());
   const int regs = accumulator_regs(t, groups);
-  const int limit = accumulator_limit(32 * t.warps_m * t.warps_n);
+  const int limit = t.cluster > 1 ? kTmaMaxAccumulatorRegs : accumulator_limit(32 * t.warps_m * t.warps_n);
   if (regs > limit)
     return fmt::format("tile bm={} bn={} with {}x{} warps needs {} accumulator registers per thread for w{}a{} ({} weight groups), "
                        "limit {}: use a smaller tile or more warps",
@@ -240,8 +253,8 @@ std::string wgmma_tile_error(const Tile& t, const OperandFormat& w, const Operan
     return fmt::format("wgmma core: warps_m must be a multiple of 4 and bm == 16*warps_m, got bm={} warps_m={}", t.bm,
                        t.warps_m);
   const int wn = t.bn / t.warps_n;
-  if (!one_of(wn, {8, 16, 32, 64, 128, 256}))
-    return fmt::format("wgmma core: bn/warps_n must be one of 8..256 (a wgmma N), got {}", wn);
+  if (!one_of(wn, {8, 16, 32, 64, 96, 128, 192, 256}))
+    return fmt::format("wgmma core: bn/warps_n must be a wgmma N of 8, 16, 32, 64, 96, 128, 192 or 256, got {}", wn);
   if (wgmma_shared_bytes(t, w, x) > kMaxSharedBytes)
     return fmt::format("wgmma core: tile needs {} bytes of shared memory with alignment, limit {}",
                        wgmma_shared_bytes(t, w, x), kMaxSharedBytes);
@@ -325,6 +338,12 @@ ClusterShape cluster_shape(const Tile& t, const OperandFormat& w, const OperandF
   }
 }
 
+int64_t tma_patches(const Tile& t, const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N) {
+  const ClusterShape c = cluster_shape(t, w, x);
+  const int64_t tm = (M + t.bm - 1) / t.bm, tn = (N + t.bn - 1) / t.bn;
+  return (tm + c.m - 1) / c.m * ((tn + c.n - 1) / c.n);
+}
+
 int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
   if (t.cluster <= 1 || (t.bn / t.warps_n) % 32 != 0) return 0;
   auto fits = [&](int bytes) { return wgmma_shared_bytes(t, w, x) + bytes + kTmaBarrierBytes <= kMaxSharedBytes; };
@@ -353,9 +372,9 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
     return fmt::format("{} multicasts 1/{} of the X tile, which must be whole 8-row atoms: bn must be a multiple of {}, "
                        "got {}",
                        field, c.m, 8 * c.m, t.bn);
-  if (block_threads(t) > kMaxThreads)
-    return fmt::format("{} adds a producer warp: {} warps exceed {} threads per block", field, t.warps_m * t.warps_n + 1,
-                       kMaxThreads);
+  if (block_threads(t, spec.w, spec.x) > kMaxThreads)
+    return fmt::format("{} adds producer warps: {} warps exceed {} threads per block", field,
+                       block_threads(t, spec.w, spec.x) / 32, kMaxThreads);
   if (tma_shared_bytes(t, spec.w, spec.x) > kMaxSharedBytes)
     return fmt::format("{}: tile needs {} bytes of shared memory with alignment and barriers, limit {}", field,
                        tma_shared_bytes(t, spec.w, spec.x), kMaxSharedBytes);

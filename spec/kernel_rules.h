@@ -144,13 +144,27 @@ bool wgmma_stages_output(const Tile& t, const OperandFormat& w, const OperandFor
 // consumer warps, and 2*stages mbarriers after its pipeline and output staging, then a word
 // for the profiling timeline (templates/timeline.cuh; kTmaBarrierBytes covers them).
 inline constexpr int kTmaBarrierBytes = 256;
-// Threads of a block running the tile: its warps, and the TMA core's producer warp.
-inline constexpr int block_threads(const Tile& t) { return 32 * (t.warps_m * t.warps_n + (t.cluster > 1 ? 1 : 0)); }
+// The TMA core's accumulators: up to 192 registers a thread. A block of 8 consumer warps
+// and one producer warp gives a thread 168 registers (ptxas counts 9 warps as 12), which hold
+// 128 accumulators; above that the producer is a warpgroup that hands its registers to the
+// consumers (setmaxnreg: 40 for the producers, 232 for the consumers). The wider tiles this
+// allows (w2a2 128x96, w1a2 128x192) read a sixth fewer operand bytes per MMA (bench/NOTES.md,
+// "Session 21").
+inline constexpr int kTmaMaxAccumulatorRegs = 192;
+// Producer warps of the TMA core (templates/gemm_sm90a_tma.cuh): 0 off it, 4 where 8 consumer
+// warps hold more than kMaxAccumulatorRegs accumulators (plane_groups' sets: the kernel's
+// own sets are those, or one set per pair only where they fit kMaxAccumulatorRegs), else 1.
+int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+// Threads of a block running the tile: its warps, and the TMA core's producer warps.
+int block_threads(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 bool cluster_shares_x(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 struct ClusterShape {
   int m = 1, n = 1;  // blocks along M (sharing an X tile) and along N (sharing a W tile)
 };
 ClusterShape cluster_shape(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+// Tile patches of the TMA core for an M x N output (templates/gemm_sm90a_tma.cuh, Patches):
+// one per cluster step, cm x cn neighbouring tiles.
+int64_t tma_patches(const Tile& t, const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N);
 // The TMA core's output staging beside the pipeline (templates/apmm_sm90a.cuh), drained by
 // bulk stores while the next tile computes, where the tile runs on the TMA core and its
 // warpgroups' columns are whole 32-column boxes: the whole bm x bn int32 tile

@@ -59,7 +59,8 @@ struct GemmSm90a {
   static constexpr bool kOneBarrier = T::kStages >= 3;
   static constexpr int kAhead = kOneBarrier ? T::kStages - 2 : T::kStages - 1;  // K steps loaded ahead
   static_assert(T::kWarpsM % 4 == 0 && T::kBM == 16 * T::kWarpsM, "wgmma tile: 4 warps of 16 rows per warpgroup");
-  static_assert(kWN == 8 || kWN == 16 || kWN == 32 || kWN == 64 || kWN == 128 || kWN == 256, "wgmma N");
+  static_assert(kWN == 8 || kWN == 16 || kWN == 32 || kWN == 64 || kWN == 96 || kWN == 128 || kWN == 192 || kWN == 256,
+                "wgmma N");
   static_assert(kRowBytes == 32 || kRowBytes == 64 || kRowBytes == 128, "bk must be 256, 512 or 1024");
 
   // Byte offset of 16-byte chunk `col` of tile row `row` (the hardware's swizzle of address

@@ -11,17 +11,17 @@
 // them to the blocks that share them, so the L2 traffic of W drops kCN-fold and that of X
 // kCM-fold. Block rank r of the cluster sits at (r % kCM, r / kCM) in the patch.
 //
-// Warps: kWarpsM*kWarpsN consumer warps (warpgroups as in gemm_sm90a.cuh), then one
-// producer warp whose lane 0 issues every copy. Pipeline: kStages slots, each with a "full"
-// mbarrier (the producer's arrival + the copies' bytes: the whole stage lands in every block)
-// and an "empty" mbarrier. A block's producer writes into the slots of the blocks in its patch
-// row and column, so every consumer warp arrives on the empty barrier of each of those
-// kCM + kCN - 1 blocks (itself included) once its warpgroup's wgmmas reading the slot are
-// done. Persistent: cluster c takes patches c, c + clusters, ...; all blocks walk the same
-// patches, so their pipelines stay in step. The operand tiles are 1024 bits of K (one
-// 128-byte row per operand row, the TMA box's inner extent, copied with the 128-byte swizzle
-// the wgmma descriptors use); rows past M or N and words past the packed row are zero-filled
-// by the copy engine.
+// Warps: kWarpsM*kWarpsN consumer warps (warpgroups as in gemm_sm90a.cuh), then the producer
+// warp (or warpgroup: kProducerWarps) whose first lane issues every copy. Pipeline: kStages
+// slots, each with a "full" mbarrier (the producer's arrival + the copies' bytes: the whole
+// stage lands in every block) and an "empty" mbarrier. A block's producer writes into the
+// slots of the blocks in its patch row and column, so every consumer warp arrives on the
+// empty barrier of each of those kCM + kCN - 1 blocks (itself included) once its warpgroup's
+// wgmmas reading the slot are done. Persistent: cluster c takes patches c, c + clusters, ...;
+// all blocks walk the same patches, so their pipelines stay in step. The operand tiles are
+// 1024 bits of K (one 128-byte row per operand row, the TMA box's inner extent, copied with
+// the 128-byte swizzle the wgmma descriptors use); rows past M or N and words past the packed
+// row are zero-filled by the copy engine.
 #pragma once
 #include "gemm_sm90a.cuh"
 #include "ptx_tma.cuh"
@@ -33,7 +33,12 @@ template <class T>
 struct GemmSm90aTma {
   using Base = GemmSm90a<T>;
   static constexpr int kConsumerWarps = T::kWarpsM * T::kWarpsN;
-  static constexpr int kThreads = 32 * kConsumerWarps + 32;
+  // One producer warp, or (rules::tma_producer_warps) a warpgroup whose registers go to 8
+  // consumer warps with more than 128 accumulators: the 12 warps launch with 168 registers a
+  // thread, the producers keep 40 and the consumers take 232.
+  static constexpr bool kRegsToConsumers = T::kProducerWarps == 4;
+  static constexpr int kThreads = 32 * (kConsumerWarps + T::kProducerWarps);
+  static_assert(T::kProducerWarps == 1 || (kRegsToConsumers && kConsumerWarps == 8), "TMA core: producer warps");
   static constexpr int kRowBytes = Base::kRowBytes;
   static constexpr int kStageBytes = Base::kStageBytes;
   static constexpr int kCM = T::kClusterM, kCN = T::kClusterN, kCluster = kCM * kCN;
@@ -135,10 +140,13 @@ struct GemmSm90aTma {
     ptx::grid_dependency_wait();
     if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlDepWait);
 
-    if (warp == kConsumerWarps) {
-      if (lane == 0 && ktiles > 0) produce(smem_base, full0, empty0, wmap, xmap, patches, ktiles, rm, rn);
+    if (kRegsToConsumers ? warp >= kConsumerWarps : warp == kConsumerWarps) {
+      if constexpr (kRegsToConsumers) ptx::setmaxnreg_dec<40>();
+      if (warp == kConsumerWarps && lane == 0 && ktiles > 0)
+        produce(smem_base, full0, empty0, wmap, xmap, patches, ktiles, rm, rn);
       __syncwarp();
     } else if (ktiles > 0) {
+      if constexpr (kRegsToConsumers) ptx::setmaxnreg_inc<232>();
       consume(smem_base, full0, empty0, patches, ktiles, rm, rn, prob);
     }
     ptx::cluster_sync();  // no block leaves while a peer may still write into it

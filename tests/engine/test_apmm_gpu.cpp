@@ -211,7 +211,11 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
                                               {1, 2, {64, 32, 1024, 8, 4, 1, 2}},
                                               {1, 2, {128, 32, 1024, 3, 8, 1, 2}},  // w1a2's untuned tile at short K
                                               {2, 4, {128, 32, 1024, 4, 8, 1, 4}},  // 4 X planes a wgmma, 2 x 2 cluster
-                                              {2, 3, {128, 32, 1024, 4, 8, 1, 2}}};  // 3 X planes a wgmma: N = 96
+                                              {2, 3, {128, 32, 1024, 4, 8, 1, 2}},  // 3 X planes a wgmma: N = 96
+                                              // 192 accumulators: a producer warpgroup (rules::tma_producer_warps)
+                                              {2, 2, {128, 96, 1024, 3, 8, 1, 2}},   {1, 2, {128, 192, 1024, 3, 8, 1, 2}},
+                                              {1, 4, {128, 96, 1024, 3, 8, 1, 2}},   {2, 2, {128, 96, 1024, 3, 8, 1, 4}},
+                                              {1, 3, {128, 96, 1024, 3, 8, 1, 8}}};
   for (const auto& o : odd) {
     KernelSpec s;
     s.w = {o.p, Encoding::Pm1};
@@ -219,6 +223,11 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
     s.tile = o.t;
     specs.push_back(s);
   }
+  KernelSpec wide_signed;  // the bench's w2a2 on its wide tile: signed W, 4 sets
+  wide_signed.w = {2, Encoding::Signed};
+  wide_signed.x = {2, Encoding::Unsigned};
+  wide_signed.tile = Tile{128, 96, 1024, 3, 8, 1, 2};
+  specs.push_back(wide_signed);
   for (const KernelSpec& s : specs) REQUIRE(rules::tma_tile_error(*s.tile, s) == "");
   prewarm(specs, "sm_90a");
   Engine engine;

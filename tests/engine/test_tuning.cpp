@@ -166,11 +166,24 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   CHECK(rules::tma_output_staging_bytes(staged, w1a2().w, w1a2().x) == 128 * 128 * 4);
   for (const ApmmShape& shape : {ApmmShape{8192, 2048, 2048}, ApmmShape{1024, 4096, 4096}, ApmmShape{8192, 4096, 4096}})
     CHECK(*resolve_tile(w1a2(), apmm_problem(shape), target).tile == staged);
-  // K over 4096 bits: 4 stages, the output staged two boxes per warpgroup at a time.
+  // K over 4096 bits: 4 stages, the output staged two boxes per warpgroup at a time...
   Tile deep = staged;
   deep.stages = 4;
-  for (const ApmmShape& shape : {ApmmShape{8192, 8192, 8192}, ApmmShape{4000, 4096, 8192}})
+  for (const ApmmShape& shape : {ApmmShape{4000, 4096, 8192}, ApmmShape{1024, 8192, 8192}})
     CHECK(*resolve_tile(w1a2(), apmm_problem(shape), target).tile == deep);
+  // ... or, where its last round of patches costs no more, the tile half again as wide (a
+  // producer warpgroup hands its registers to the 192 accumulators): 8192^3 has 21 rounds of
+  // 128x192 patches (x 1.5 = 31.5) against 32 of 128x128; 4000x4096 has 6 (9) against 8, and
+  // 1024x8192 3 (4.5) against 4.
+  Tile wide = staged;
+  wide.bn = 192;
+  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 8192, 8192}), target).tile == wide);
+  CHECK(rules::tma_producer_warps(wide, w1a2().w, w1a2().x) == 4);
+  Tile wide22 = staged;
+  wide22.bn = 96;
+  CHECK(*resolve_tile(w2a2(), apmm_problem({8192, 8192, 8192}), target).tile == wide22);
+  CHECK(resolve_tile(w2a2(), apmm_problem({8192, 8192, 4096}), target).tile->bn == 64);  // K of 4096 bits
+  CHECK(resolve_tile(w2a2(), apmm_problem({1024, 8192, 8192}), target).tile->bn == 64);  // 6 rounds (9) against 8
   CHECK(rules::tma_output_staging_bytes(deep, w1a2().w, w1a2().x) == 2 * 2 * rules::kTmaStagingBoxBytes);
   CHECK(rules::tma_tile_error(deep, w1a2()).empty());
   // K of one 1024-bit stage: 128x32, more tiles for the short mainloop; w2a2's 128x64 keeps
@@ -381,6 +394,10 @@ TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's t
     tma.cluster = cluster;
     CHECK(std::count(h100.begin(), h100.end(), tma) == 1);
   }
+  Tile wide{128, 192, 1024, 3, 8, 1, 2};  // the TMA core's wide tile; not without a cluster
+  CHECK(std::count(h100.begin(), h100.end(), wide) == 1);
+  wide.cluster = 1;
+  CHECK(std::count(h100.begin(), h100.end(), wide) == 0);
   CHECK(std::none_of(a100.begin(), a100.end(), [](const Tile& t) { return t.cluster != 1; }));
   // sm_90a: the cluster-1 tiles plus their TMA variants.
   CHECK(h100.size() > a100.size());

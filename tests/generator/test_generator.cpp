@@ -474,6 +474,14 @@ TEST_CASE("generator: tile.cluster 2, 4, 8 emit the TMA core's cluster kernel on
     CHECK(contains(src, fmt::format("__cluster_dims__({}, 1, 1)", cluster)));
     CHECK(contains(src, cluster == 4 ? "kClusterM = 2, kClusterN = 2" : "kClusterM = 2, kClusterN = 4"));
   }
+  // Up to 128 accumulators a thread: one producer warp; w2a2 128x96's 192: a producer
+  // warpgroup handing its registers to the consumers.
+  CHECK(contains(g.source, "kProducerWarps = 1;"));
+  KernelSpec wide = with_tile(make_spec(2, Encoding::Signed, 2, Encoding::Unsigned), 128, 96, 1024, 3, 8, 1);
+  wide.tile->cluster = 2;
+  CHECK(contains(apnn::generate(wide, "sm_90a").source, "kProducerWarps = 4;"));
+  CHECK(contains(apnn::generate(make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned), "sm_90a").source,
+                 "kProducerWarps = 0;"));
   // Cluster 1 on the same tile is the cp.async wgmma core; its source differs.
   KernelSpec plain = tma;
   plain.tile->cluster = 1;

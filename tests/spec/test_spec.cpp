@@ -864,6 +864,52 @@ TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile 
   CHECK(tma_output_staging_bytes(Tile{64, 16, 1024, 2, 4, 1, 2}, deep.w, deep.x) == 0);      // 16-column warpgroups
 }
 
+TEST_CASE("rules: the TMA core's wide tiles (bn 96, 192) take a producer warpgroup where 8 warps hold over 128 accumulators") {
+  const OperandFormat w1{1, Encoding::Pm1}, a2{2, Encoding::Unsigned}, w2{2, Encoding::Signed}, w1u{1, Encoding::Unsigned};
+  KernelSpec w2a2;
+  w2a2.w = w2;
+  w2a2.x = a2;
+  KernelSpec w1a2;
+  w1a2.w = w1;
+  w1a2.x = a2;
+  using apnn::rules::block_threads;
+  using apnn::rules::tma_producer_warps;
+  // w2a2 128x96: 4 sets x 12 fragments x 4 = 192 registers, over the 168 a 9-warp block gives.
+  const Tile wide{128, 96, 1024, 3, 8, 1, 2};
+  CHECK(apnn::rules::accumulator_regs(wide, 4) == 192);
+  CHECK(apnn::rules::tma_tile_error(wide, w2a2).empty());
+  CHECK(tma_producer_warps(wide, w2, a2) == 4);
+  CHECK(block_threads(wide, w2, a2) == 384);
+  // w1a2 128x192 (2 sets): 192 registers too; 128x128 holds 128 with one producer warp.
+  CHECK(apnn::rules::tma_tile_error(Tile{128, 192, 1024, 3, 8, 1, 2}, w1a2).empty());
+  CHECK(tma_producer_warps(Tile{128, 192, 1024, 3, 8, 1, 2}, w1, a2) == 4);
+  CHECK(tma_producer_warps(Tile{128, 128, 1024, 4, 8, 1, 2}, w1, a2) == 1);
+  CHECK(block_threads(Tile{128, 128, 1024, 4, 8, 1, 2}, w1, a2) == 288);
+  CHECK(tma_producer_warps(Tile{128, 64, 1024, 4, 8, 1, 2}, w2, a2) == 1);  // exactly 128
+  // One warpgroup (bm 64) has 255 registers a thread with one producer warp.
+  CHECK(tma_producer_warps(Tile{64, 96, 1024, 3, 4, 1, 2}, w2, a2) == 1);
+  CHECK(block_threads(Tile{64, 96, 1024, 3, 4, 1, 2}, w2, a2) == 160);
+  // Off the TMA core: no producer, and bn 96 / 192 are not tiles there.
+  CHECK(tma_producer_warps(Tile{128, 64, 1024, 4, 8, 1, 1}, w2, a2) == 0);
+  CHECK(block_threads(Tile{128, 64, 1024, 4, 8, 1, 1}, w2, a2) == 256);
+  const std::string off = apnn::rules::check_tile(Tile{128, 96, 1024, 3, 8, 1, 1}, w2, a2);
+  CHECK(contains(off, "tile.bn"));
+  CHECK(contains(off, "96 and 192 with a cluster"));
+  CHECK(contains(off, "got 96"));
+  CHECK(apnn::rules::check_tile(Tile{128, 48, 1024, 3, 8, 1, 2}, w2, a2).find("tile.bn") == 0);
+  // Over 192 accumulators is over the TMA core's budget: w2a2 128x128 needs 256.
+  const std::string over = apnn::rules::tma_tile_error(Tile{128, 128, 1024, 3, 8, 1, 2}, w2a2);
+  CHECK(contains(over, "256 accumulator registers"));
+  CHECK(contains(over, "limit 192"));
+  // w1a1 128x256 (128 registers) keeps its one producer warp.
+  CHECK(tma_producer_warps(Tile{128, 256, 1024, 4, 8, 1, 2}, w1u, w1u) == 1);
+  // Two warpgroups along N with a producer warpgroup: 16 + 4 warps exceed 512 threads.
+  KernelSpec w1a1;
+  w1a1.w = w1u;
+  w1a1.x = w1u;
+  CHECK(apnn::rules::tma_tile_error(Tile{128, 256, 1024, 3, 8, 2, 2}, w1a1).find("512 threads") != std::string::npos);
+}
+
 TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pipeline and stores the sums of one M tile") {
   const KernelSpec q = apnn::canonicalize(apnn::parse_spec_text(
       R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",
