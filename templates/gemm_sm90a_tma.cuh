@@ -35,7 +35,9 @@ struct GemmSm90aTma {
   static constexpr int kConsumerWarps = T::kWarpsM * T::kWarpsN;
   // One producer warp, or (rules::tma_producer_warps) a warpgroup whose registers go to 8
   // consumer warps with more than 128 accumulators: the 12 warps launch with 168 registers a
-  // thread, the producers keep 40 and the consumers take 232.
+  // thread (__launch_bounds__(kThreads, 1): without a known entry count ptxas would drop the
+  // setmaxnreg, C7508), the producers keep 40 and the consumers take 232. 40 + 2 x 232 =
+  // 3 x 168: the consumers' increase waits for exactly what the producers give up.
   static constexpr bool kRegsToConsumers = T::kProducerWarps == 4;
   static constexpr int kThreads = 32 * (kConsumerWarps + T::kProducerWarps);
   static_assert(T::kProducerWarps == 1 || (kRegsToConsumers && kConsumerWarps == 8), "TMA core: producer warps");
