@@ -139,7 +139,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         // 233.87 / 235.36 for the 3 stages; at K of 4096 bits the 3 stages stay ahead
         // (8192x4096x4096 72.78 / 73.30 against 75.64 / 75.38, 1024x4096x4096 14.19 / 14.13
         // against 14.36 / 14.39).
-        // K over 4096 bits: the tile half again as wide (w1a2 128x192, w1a3 and w2a2 128x96;
+        // K over 4096 bits: the tile half again as wide (w1a2 128x192, w1a3, w1a4, w2a2 128x96;
         // rules::tma_producer_warps), whose patches read a sixth fewer operand bytes per MMA,
         // where its last round of patches costs no more (clusters of 2 on every SM: ceil of
         // wide patches over them, x 1.5, against the same for this tile). apnn verify, same

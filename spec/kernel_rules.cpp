@@ -146,8 +146,9 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
   const int limit = t.cluster > 1 ? kTmaMaxAccumulatorRegs : accumulator_limit(32 * t.warps_m * t.warps_n);
   if (regs > limit)
     return fmt::format("tile bm={} bn={} with {}x{} warps needs {} accumulator registers per thread for w{}a{} ({} weight groups), "
-                       "limit {}: use a smaller tile or more warps",
-                       t.bm, t.bn, t.warps_m, t.warps_n, regs, w.bits, x.bits, groups, limit);
+                       "limit {}{}",
+                       t.bm, t.bn, t.warps_m, t.warps_n, regs, w.bits, x.bits, groups, limit,
+                       t.cluster > 1 ? " on the TMA core: use a smaller tile" : ": use a smaller tile or more warps");
   const int smem = shared_bytes(t, w, x);
   if (smem > kMaxSharedBytes)
     return fmt::format("tile needs {} bytes of shared memory for w{}a{} (stages*(p*bm+q*bn)*bk/8), limit {}: use a smaller bk, "

@@ -261,7 +261,14 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     for (int c = 0; c < kNI / 4; ++c) {  // 32 columns: 4 fragments of 8
       const u32 buf = staging + (c & 1) * kBoxBytes;
       if (kRegion || c >= 2) {  // the buffer's previous chunk has been read out
-        if (leader) ptx::bulk_wait_read<1>();
+        // With an odd number of boxes (96 or 192 columns), a tile's first box takes the
+        // buffer of the previous tile's last box: the latest store, so wait for all.
+        if (leader) {
+          if (kRegion && c == 0 && (kNI / 4) % 2 == 1)
+            ptx::bulk_wait_read<0>();
+          else
+            ptx::bulk_wait_read<1>();
+        }
         ptx::named_barrier(1 + wg, 128);
       }
       stage_box(acc, c, row_term, buf, n_base, row0, g, tig);

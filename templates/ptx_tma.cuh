@@ -124,7 +124,6 @@ __device__ __forceinline__ void bulk_wait() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// Named barrier `id` (1..15; 0 is __syncthreads) over `threads` threads, e.g. one warpgroup.
 // Per-thread register budget of the executing warpgroup (every warp of it runs the same one):
 // a producer gives registers back to the block's pool, the consumers take them.
 template <int kRegs>
@@ -136,6 +135,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
 
+// Named barrier `id` (1..15; 0 is __syncthreads) over `threads` threads, e.g. one warpgroup.
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }

@@ -215,7 +215,10 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
                                               // 192 accumulators: a producer warpgroup (rules::tma_producer_warps)
                                               {2, 2, {128, 96, 1024, 3, 8, 1, 2}},   {1, 2, {128, 192, 1024, 3, 8, 1, 2}},
                                               {1, 4, {128, 96, 1024, 3, 8, 1, 2}},   {2, 2, {128, 96, 1024, 3, 8, 1, 4}},
-                                              {1, 3, {128, 96, 1024, 3, 8, 1, 8}}};
+                                              {1, 3, {128, 96, 1024, 3, 8, 1, 8}},
+                                              // three 32-column output boxes a warpgroup, staged two at a time
+                                              // across tiles; one warpgroup with 144 accumulators
+                                              {2, 2, {64, 192, 1024, 3, 4, 2, 2}},   {2, 2, {64, 96, 1024, 4, 4, 1, 2}}};
   for (const auto& o : odd) {
     KernelSpec s;
     s.w = {o.p, Encoding::Pm1};

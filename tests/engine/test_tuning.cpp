@@ -394,6 +394,22 @@ TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's t
     tma.cluster = cluster;
     CHECK(std::count(h100.begin(), h100.end(), tma) == 1);
   }
+  // Every legal TMA tile: a producer warpgroup exactly where 8 consumer warps hold the
+  // kernel's accumulator sets in more than 128 registers (the generator, the launch and the
+  // register budget all follow rules::tma_producer_warps).
+  for (auto [p, q] : {std::pair{1, 2}, {2, 2}, {1, 4}, {2, 4}, {4, 4}, {2, 8}}) {
+    KernelSpec s;
+    s.w = {p, p > 1 ? Encoding::Signed : Encoding::Pm1};
+    s.x = {q, Encoding::Unsigned};
+    for (const Tile& t : legal_tiles(s, "sm_90a", limit)) {
+      if (t.cluster == 1) continue;
+      s.tile = t;
+      const int regs = rules::accumulator_regs(t, static_cast<int>(rules::kernel_plane_groups(s, "sm_90a").weight.size()));
+      INFO(canonical_json(s), " accumulators ", regs);
+      CHECK((rules::tma_producer_warps(t, s.w, s.x) == 4) == (t.warps_m * t.warps_n == 8 && regs > 128));
+      CHECK(regs <= rules::kTmaMaxAccumulatorRegs);
+    }
+  }
   Tile wide{128, 192, 1024, 3, 8, 1, 2};  // the TMA core's wide tile; not without a cluster
   CHECK(std::count(h100.begin(), h100.end(), wide) == 1);
   wide.cluster = 1;
