@@ -111,7 +111,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
   LaunchDims d;
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
-  if (t.cluster > 1) {  // persistent clusters, each block with a producer warp
+  if (t.cluster > 1) {  // persistent clusters, each block with its producer warp or warpgroup
     const int64_t patches = rules::tma_patches(t, s.w, s.x, M, N);
     if (patches > (int64_t{1} << 28))
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} patches of {} tiles of {}x{}, above 2^28",

@@ -118,7 +118,24 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
       const int64_t tiles_along_pair =
           rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
       if (tiles_along_pair >= 2 && fits(s, c2, t)) {
-        // w1a2's 128x128 tile (its accumulators allow no wider) with 3 stages rather than 4:
+        // K over 4096 bits: the tile half again as wide (w1a2 128x192, w1a3, w1a4, w2a2 128x96;
+        // rules::tma_producer_warps), whose patches read a sixth fewer operand bytes per MMA,
+        // where its last round of patches costs no more (clusters of 2 on every SM: ceil of
+        // wide patches over them, x 1.5, against the same for this tile). apnn verify, same
+        // calls (session 21, calls 1-2; bench/NOTES.md): 8192^3 w2a2 366.9 / 365.0 us ->
+        // 354.4 / 356.8, w1a2 223.4 / 228.0 -> 215.9 / 220.3, w1a3 334.6 / 334.5 -> 319.0 /
+        // 316.6, w1a4 407.6 / 401.7 -> 402.6 / 402.7; where the rounds cost more it lost
+        // (1024x8192x8192 w2a2 47.9 -> 50.4, w1a2 33.8 -> 36.8; 4096x4096x8192 w1a2 61.5 ->
+        // 64.5), and at K of 4096 bits w2a2 lost (8192x8192x4096 191.5 -> 195.4).
+        Tile wide = c2;
+        wide.bn = c2.bn * 3 / 2;
+        wide.stages = 3;
+        const int64_t clusters = t.sm_count / 2;
+        auto rounds = [&](const Tile& x) { return (rules::tma_patches(x, s.w, s.x, p.M, p.N) + clusters - 1) / clusters; };
+        if (p.K_bits > 4096 && clusters > 0 && rules::tma_tile_error(wide, s).empty() && fits(s, wide, t) &&
+            3 * rounds(wide) <= 2 * rounds(c2))
+          return wide;
+        // w1a2's 128x128 tile (no wider with one producer warp) with 3 stages rather than 4:
         // the 64 KB freed hold the whole output tile, whose bulk stores then leave the tensor
         // cores running. With pm1 weights' column terms loaded at each patch's
         // start (generator 21), apnn bench, w1a2 pm1 (session 17, device call 3), against the
@@ -139,23 +156,6 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         // 233.87 / 235.36 for the 3 stages; at K of 4096 bits the 3 stages stay ahead
         // (8192x4096x4096 72.78 / 73.30 against 75.64 / 75.38, 1024x4096x4096 14.19 / 14.13
         // against 14.36 / 14.39).
-        // K over 4096 bits: the tile half again as wide (w1a2 128x192, w1a3, w1a4, w2a2 128x96;
-        // rules::tma_producer_warps), whose patches read a sixth fewer operand bytes per MMA,
-        // where its last round of patches costs no more (clusters of 2 on every SM: ceil of
-        // wide patches over them, x 1.5, against the same for this tile). apnn verify, same
-        // calls (session 21, calls 1-2; bench/NOTES.md): 8192^3 w2a2 366.9 / 365.0 us ->
-        // 354.4 / 356.8, w1a2 223.4 / 228.0 -> 215.9 / 220.3, w1a3 334.6 / 334.5 -> 319.0 /
-        // 316.6, w1a4 407.6 / 401.7 -> 402.6 / 402.7; where the rounds cost more it lost
-        // (1024x8192x8192 w2a2 47.9 -> 50.4, w1a2 33.8 -> 36.8; 4096x4096x8192 w1a2 61.5 ->
-        // 64.5), and at K of 4096 bits w2a2 lost (8192x8192x4096 191.5 -> 195.4).
-        Tile wide = c2;
-        wide.bn = c2.bn * 3 / 2;
-        wide.stages = 3;
-        const int64_t clusters = t.sm_count / 2;
-        auto rounds = [&](const Tile& x) { return (rules::tma_patches(x, s.w, s.x, p.M, p.N) + clusters - 1) / clusters; };
-        if (p.K_bits > 4096 && clusters > 0 && rules::tma_tile_error(wide, s).empty() && fits(s, wide, t) &&
-            3 * rounds(wide) <= 2 * rounds(c2))
-          return wide;
         if (c2.bn == 128) {
           if (p.K_bits <= 1024 && fits(s, narrow, t)) return narrow;
           if (p.K_bits > 4096 && fits(s, c2, t)) return c2;
