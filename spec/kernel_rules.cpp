@@ -100,8 +100,11 @@ int conv_blocks_per_sm(const KernelSpec& spec, const std::string& arch, const Pl
 
 int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
   if (t.cluster <= 1) return 0;
+  // Every launch asks (apmm_runner.cpp): build the groups only where even p*q sets would
+  // not fit, as for the wide tiles.
+  if (t.warps_m * t.warps_n != 8 || accumulator_regs(t, w.bits * x.bits) <= kMaxAccumulatorRegs) return 1;
   const int groups = static_cast<int>(plane_groups(w, x).weight.size());
-  return t.warps_m * t.warps_n == 8 && accumulator_regs(t, groups) > kMaxAccumulatorRegs ? 4 : 1;
+  return accumulator_regs(t, groups) > kMaxAccumulatorRegs ? 4 : 1;
 }
 
 int block_threads(const Tile& t, const OperandFormat& w, const OperandFormat& x) {

@@ -102,8 +102,8 @@ std::string wgmma_tile_error(const Tile& t, const OperandFormat& w, const Operan
 int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM or
 // APConv with any chain (an APMM chain on the cp.async core: cluster 1), a tile that suits it
-// (with a chain's staging and an APConv's column table in shared memory), and the variable APNN_DISABLE_WGMMA unset or
-// "0" (the mma.sync core then runs the same tile, for comparisons).
+// (with a chain's staging and an APConv's column table in shared memory), and the variable
+// APNN_DISABLE_WGMMA unset or "0" (the mma.sync core then runs the same tile, for comparisons).
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
 // An APMM quantize chain on the wgmma core stages one code byte per output, bn columns of bm
 // + 16 rows (templates/epilogue.cuh, quantized_store), in its own region after the pipeline

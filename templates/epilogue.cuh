@@ -2,9 +2,10 @@
 // arithmetic; the CPU reference follows it op for op). The chain is compiled in: the
 // generator emits struct Epi with
 //   typedefs Staged, Pooled, Final (i32 or float: the value after the ops before pool, after
-//   pool, after the ops after pool), constants kPlain (no op: the int32 output) kStaged kPool kPoolMax kPoolSize kPoolStride
-//   kQuantize kQBits kQEnc kQPerChannel kQThresholds, and the straight-line functions
-//   pre(i32 accumulator, o, args) -> Staged and post(Pooled, o, args) -> Final.
+//   pool, after the ops after pool), constants kPlain (no op: the int32 output) kStaged kPool
+//   kPoolMax kPoolSize kPoolStride kQuantize kQBits kQEnc kQPerChannel kQThresholds, and the
+//   straight-line functions pre(i32 accumulator, o, args) -> Staged and post(Pooled, o,
+//   args) -> Final.
 // A Problem (apmm_sm80.cuh, conv_sm80.cuh) supplies the geometry: output channel o (the
 // GEMM row), tile columns, and output pixels q = img * out_hw + pix.
 #pragma once

@@ -142,6 +142,7 @@ struct GemmSm90aTma {
     ptx::grid_dependency_wait();
     if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlDepWait);
 
+    // (With one producer warp both tests are the same; `==` keeps those kernels' code as it was.)
     if (kRegsToConsumers ? warp >= kConsumerWarps : warp == kConsumerWarps) {
       if constexpr (kRegsToConsumers) ptx::setmaxnreg_dec<40>();
       if (warp == kConsumerWarps && lane == 0 && ktiles > 0)
