@@ -109,6 +109,19 @@ nlohmann::json summarize_timeline(const std::vector<TimelineRecord>& records, in
       j[name] = {{"median_us", put(name + ".median_us", median(v))},
                  {"last_us", put(name + ".last_us", *std::max_element(v.begin(), v.end()))}};
     }
+    std::vector<double> per_patch, wait_share, epilogue_share;
+    for (const TimelineRecord* r : l.blocks) {
+      if (r->patches == 0 || r->consumer_cycles == 0) continue;
+      const double total = static_cast<double>(r->consumer_cycles);
+      per_patch.push_back(total / r->patches);
+      wait_share.push_back(static_cast<double>(r->wait_cycles) / total);
+      epilogue_share.push_back(static_cast<double>(r->epilogue_cycles) / total);
+    }
+    if (!per_patch.empty())
+      j["consumer"] = {{"blocks", per_patch.size()},
+                       {"cycles_per_patch", put("consumer.cycles_per_patch", median(per_patch))},
+                       {"full_wait_share", put("consumer.full_wait_share", median(wait_share))},
+                       {"epilogue_share", put("consumer.epilogue_share", median(epilogue_share))}};
     per_launch.push_back(std::move(j));
   }
   nlohmann::json summary = nlohmann::json::object();

@@ -19,8 +19,12 @@ struct TimelineRecord {
   uint64_t grid = 0;  // %gridid: one launch
   uint32_t block = 0, smid = 0;
   uint64_t t[kTimelineEvents] = {};  // %globaltimer ns, 0 where the block did not reach the event
+  // Thread 0's SM cycles (templates/timeline.cuh's TimelineCycles): the consumer loop's
+  // patches, its whole time, and of that the full-stage waits and the epilogues.
+  uint32_t patches = 0, unused = 0;
+  uint64_t consumer_cycles = 0, wait_cycles = 0, epilogue_cycles = 0;
 };
-static_assert(sizeof(TimelineRecord) == 80, "the device's record layout");
+static_assert(sizeof(TimelineRecord) == 112, "the device's record layout");
 // "entry", "dep_wait", "first_copy", "first_full", "first_patch", "last_patch", "stored", "exit".
 const char* timeline_event_name(int event);
 
@@ -47,8 +51,10 @@ class TimelineRecorder {
 // recorded (the ring's oldest may be cut), and reports per launch, in microseconds from the
 // launch's first entry: the median and the last block's time of each event, the launch's
 // duration (first entry to last exit) and its gap after the previous launch's last exit
-// (negative where a launch starts before the previous one ends: early start). `summary`
-// holds the medians of those over the launches after the first `skip`.
+// (negative where a launch starts before the previous one ends: early start); and, over the
+// blocks that ran patches, the medians of thread 0's cycles a patch and of the shares of its
+// cycles spent waiting for full stages and in epilogues (`consumer`). `summary` holds the
+// medians of those over the launches after the first `skip`.
 nlohmann::json summarize_timeline(const std::vector<TimelineRecord>& records, int skip = 1);
 
 }  // namespace apnn

@@ -177,12 +177,15 @@ struct GemmSm90aTma {
     Base::zero_acc(acc);
     typename Base::AFrags a;  // Base::kRegA: this group of K slices' A fragments
     const int a_row0 = wg_m * 64 + (warp & 3) * 16;
+    TimelineCycles cycles;  // thread 0's account (profiling only)
     int i = 0;
     for (int u = blockIdx.x / kCluster; u < patches.count; u += gridDim.x / kCluster) {
       prob.load_column_terms(patches.n0(u, rn) + wg_n * Base::kWN);  // the epilogue's, loaded under the mainloop
       for (int kt = 0; kt < ktiles; ++kt, ++i) {
         const int slot = i % T::kStages;
+        cycles.wait_begin();
         ptx::mbar_wait(full0 + slot * 8, (i / T::kStages) & 1);
+        cycles.wait_end();
         if (i == 0 && threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlFirstFull);
         const u32 off = static_cast<u32>(slot * (kStageBytes >> 4));
         if constexpr (Base::kRegA) {
@@ -219,6 +222,7 @@ struct GemmSm90aTma {
       Base::fence_acc(acc);
       if constexpr (Base::kRegA) Base::fence_a(a);
       if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), i == ktiles ? kTlFirstPatch : kTlLastPatch);
+      cycles.epilogue_begin();
       const int slot = (i - 1) % T::kStages;
       const int m_base = patches.m0(u, rm) + wg_m * 64 + (warp & 3) * 16, n_base = patches.n0(u, rn) + wg_n * Base::kWN;
       if constexpr (T::kOutputStagingBytes > 0) {
@@ -239,9 +243,13 @@ struct GemmSm90aTma {
         release(slot);
         prob.store(acc, m_base, n_base, g, tig);
       }
+      cycles.epilogue_end();
     }
     if constexpr (Problem::kTmaStore || T::kOutputStagingBytes > 0) prob.finish_stores();
-    if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlStored);
+    if (threadIdx.x == 0) {
+      APNN_TIMELINE_MARK(timeline_slot(empty0), kTlStored);
+      cycles.write(timeline_slot(empty0));
+    }
   }
 };
 

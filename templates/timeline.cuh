@@ -26,10 +26,14 @@ enum TimelineEvent : int {
   kTlEvents = 8
 };
 
-struct TimelineRecord {  // 80 bytes: engine/timeline.h mirrors it
+struct TimelineRecord {  // 112 bytes: engine/timeline.h mirrors it
   unsigned long long grid;
   unsigned block, smid;
   unsigned long long t[kTlEvents];
+  // Thread 0's cycle account (TimelineCycles): its patches, SM cycles from the consumer loop's
+  // start to its end, and of those, cycles spent waiting for full stages and in epilogues.
+  unsigned patches, unused;
+  unsigned long long consumer_cycles, wait_cycles, epilogue_cycles;
 };
 
 }  // namespace apnn
@@ -69,6 +73,8 @@ __device__ __forceinline__ void timeline_begin(u32 slot_addr) {
       r.t[kTlEntry] = t;
 #pragma unroll
       for (int e = 1; e < kTlEvents; ++e) r.t[e] = 0;
+      r.patches = r.unused = 0;
+      r.consumer_cycles = r.wait_cycles = r.epilogue_cycles = 0;
     }
   }
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(slot_addr), "r"(slot) : "memory");
@@ -81,10 +87,47 @@ __device__ __forceinline__ void timeline_mark(u32 slot_addr, int event) {
   if (slot != ~0u) apnn_timeline[slot].t[event] = global_ns();
 }
 
+// A consumer thread's SM cycles: waiting for full stages (wait_begin .. wait_end) and in
+// epilogues (epilogue_begin .. epilogue_end, one a patch), out of the whole consumer loop
+// (construction .. write). Where a patch's time goes between the MMAs, the operands' arrival
+// and the output, per patch rather than per launch (session 22: w1a2 128x192 spends a fifth
+// of its patches in the epilogue, bench/NOTES.md).
+struct TimelineCycles {
+  long long start = clock64(), mark = 0, wait = 0, epilogue = 0;
+  unsigned patches = 0;
+  __device__ __forceinline__ void wait_begin() { mark = clock64(); }
+  __device__ __forceinline__ void wait_end() { wait += clock64() - mark; }
+  __device__ __forceinline__ void epilogue_begin() { mark = clock64(); }
+  __device__ __forceinline__ void epilogue_end() {
+    epilogue += clock64() - mark;
+    ++patches;
+  }
+  // Thread 0, after the loop: into the block's record.
+  __device__ __forceinline__ void write(u32 slot_addr) const {
+    unsigned slot;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(slot) : "r"(slot_addr) : "memory");
+    if (slot == ~0u) return;
+    TimelineRecord& r = apnn_timeline[slot];
+    r.patches = patches;
+    r.consumer_cycles = static_cast<unsigned long long>(clock64() - start);
+    r.wait_cycles = static_cast<unsigned long long>(wait);
+    r.epilogue_cycles = static_cast<unsigned long long>(epilogue);
+  }
+};
+
 }  // namespace apnn
 #define APNN_TIMELINE_BEGIN(slot_addr) ::apnn::timeline_begin(slot_addr)
 #define APNN_TIMELINE_MARK(slot_addr, event) ::apnn::timeline_mark(slot_addr, event)
 #else
 #define APNN_TIMELINE_BEGIN(slot_addr) ((void)0)
 #define APNN_TIMELINE_MARK(slot_addr, event) ((void)0)
+namespace apnn {
+struct TimelineCycles {  // without APNN_TIMELINE: no code
+  __device__ __forceinline__ void wait_begin() {}
+  __device__ __forceinline__ void wait_end() {}
+  __device__ __forceinline__ void epilogue_begin() {}
+  __device__ __forceinline__ void epilogue_end() {}
+  __device__ __forceinline__ void write(u32) const {}
+};
+}  // namespace apnn
 #endif

@@ -565,6 +565,14 @@ TEST_CASE("cli: on a GPU, verify --timeline writes each timed launch's block pha
     CHECK(patch >= full);
     CHECK(exit >= patch);
     CHECK(l.at("duration_us").get<double>() == doctest::Approx(exit));
+    // Thread 0's cycle account: every cluster has a patch here (12 tiles, 6 patches).
+    const json& c = l.at("consumer");
+    CHECK(c.at("blocks").get<int>() >= 2);
+    CHECK(c.at("cycles_per_patch").get<double>() > 0);
+    const double wait = c.at("full_wait_share"), epilogue = c.at("epilogue_share");
+    CHECK(wait >= 0);
+    CHECK(epilogue > 0);
+    CHECK(wait + epilogue < 1);
   }
   // A spec on the cp.async core has no hooks: exit 2 naming the cause, no file.
   const std::string plain = sb.file("plain.json", kSpec);

@@ -94,3 +94,33 @@ TEST_CASE("timeline: launches the ring cut or that have not ended are left out; 
   CHECK(j["per_launch"][1]["exit"]["median_us"].get<double>() == doctest::Approx(8.5));  // blocks 1 and 2: 8, 9
   CHECK(apnn::summarize_timeline({}, 0)["launches"] == 0);
 }
+
+TEST_CASE("timeline: thread 0's cycle account gives cycles a patch and the wait and epilogue shares, median over blocks") {
+  std::vector<TimelineRecord> recs;
+  // Three blocks: 10 patches of 2000 cycles (10% waiting, 20% epilogue), 20 of 1000 (5%, 25%),
+  // and one that ran no patch (no account: left out of the medians).
+  for (uint32_t b = 0; b < 3; ++b) {
+    TimelineRecord r = block(7, b, 0);
+    if (b < 2) {
+      r.patches = b == 0 ? 10 : 20;
+      r.consumer_cycles = 20000;
+      r.wait_cycles = b == 0 ? 2000 : 1000;
+      r.epilogue_cycles = b == 0 ? 4000 : 5000;
+    }
+    recs.push_back(r);
+  }
+  const nlohmann::json j = apnn::summarize_timeline(recs, 0);
+  REQUIRE(j["launches"] == 1);
+  const nlohmann::json& c = j["per_launch"][0]["consumer"];
+  CHECK(c["blocks"] == 2);
+  CHECK(c["cycles_per_patch"].get<double>() == doctest::Approx(1500.0));  // 2000, 1000
+  CHECK(c["full_wait_share"].get<double>() == doctest::Approx(0.075));
+  CHECK(c["epilogue_share"].get<double>() == doctest::Approx(0.225));
+  CHECK(j["summary"]["consumer.epilogue_share"].get<double>() == doctest::Approx(0.225));
+  // Records without an account (a core that keeps none) add no consumer entry.
+  std::vector<TimelineRecord> plain;
+  for (uint32_t b = 0; b < 2; ++b) plain.push_back(block(8, b, 0));
+  const nlohmann::json p = apnn::summarize_timeline(plain, 0);
+  CHECK_FALSE(p["per_launch"][0].contains("consumer"));
+  CHECK_FALSE(p["summary"].contains("consumer.cycles_per_patch"));
+}
