@@ -7,7 +7,8 @@
 //
 // A block takes the next record of a ring at entry (one atomic), leaves its index in shared
 // memory for its other threads, and writes %globaltimer (ns, the same clock on every SM) at each event it
-// reaches; %gridid tells the launches apart.
+// reaches; %gridid tells the launches apart. Thread 0 also counts its SM cycles in full-stage
+// waits and epilogues (TimelineCycles) and adds them to the record at the end.
 #pragma once
 #include "apnn_types.cuh"
 
