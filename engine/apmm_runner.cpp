@@ -109,6 +109,7 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
   const KernelSpec& s = kernel_->compiled.spec;
   const Tile& t = *s.tile;
   LaunchDims d;
+  d.block_x = rules::block_threads(t, s.w, s.x);
   // The core the module was generated with (not the environment now: APNN_DISABLE_WGMMA).
   const bool wgmma = kernel_->compiled.wgmma_core;
   if (t.cluster > 1) {  // persistent clusters, each block with its producer warp or warpgroup
@@ -116,7 +117,6 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     if (patches > (int64_t{1} << 28))
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} patches of {} tiles of {}x{}, above 2^28",
                                                        M, N, patches, t.cluster, t.bm, t.bn));
-    d.block_x = rules::block_threads(t, s.w, s.x);
     d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
     d.grid_x = static_cast<unsigned>(t.cluster);
     const int64_t resident = std::max(1, kernel_->module->max_active_clusters(kApmmKernel, d));
@@ -129,7 +129,6 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
     if (tiles > (int64_t{1} << 31) - 1)
       throw Error(ErrorKind::InvalidInput, fmt::format("shape: M={} N={} needs {} tiles of {}x{}, above 2^31-1", M, N, tiles,
                                                        t.bm, t.bn));
-    d.block_x = rules::block_threads(t, s.w, s.x);
     d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, true));
     d.grid_x = kernel_->module->persistent_grid(kApmmKernel, d.block_x, d.smem_bytes, tiles);
     d.early_start = true;  // the kernel waits for the previous one before touching memory (apmm_sm90a.cuh)
@@ -140,7 +139,6 @@ LaunchDims ApmmRunner::gemm_dims(int64_t M, int64_t N) const {
   if (d.grid_y > 65535)
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: N={} needs {} column tiles of {}, above the grid limit 65535", N,
                                                      d.grid_y, t.bn));
-  d.block_x = rules::block_threads(t, s.w, s.x);
   d.smem_bytes = static_cast<unsigned>(rules::core_shared_bytes(s, false));
   return d;
 }

@@ -376,9 +376,8 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
     return fmt::format("{} multicasts 1/{} of the X tile, which must be whole 8-row atoms: bn must be a multiple of {}, "
                        "got {}",
                        field, c.m, 8 * c.m, t.bn);
-  if (block_threads(t, spec.w, spec.x) > kMaxThreads)
-    return fmt::format("{} adds producer warps: {} warps exceed {} threads per block", field,
-                       block_threads(t, spec.w, spec.x) / 32, kMaxThreads);
+  if (const int threads = block_threads(t, spec.w, spec.x); threads > kMaxThreads)
+    return fmt::format("{} adds producer warps: {} warps exceed {} threads per block", field, threads / 32, kMaxThreads);
   if (tma_shared_bytes(t, spec.w, spec.x) > kMaxSharedBytes)
     return fmt::format("{}: tile needs {} bytes of shared memory with alignment and barriers, limit {}", field,
                        tma_shared_bytes(t, spec.w, spec.x), kMaxSharedBytes);

@@ -183,7 +183,7 @@ struct GemmSm90aTma {
       prob.load_column_terms(patches.n0(u, rn) + wg_n * Base::kWN);  // the epilogue's, loaded under the mainloop
       for (int kt = 0; kt < ktiles; ++kt, ++i) {
         const int slot = i % T::kStages;
-        cycles.wait_begin();
+        cycles.begin();
         ptx::mbar_wait(full0 + slot * 8, (i / T::kStages) & 1);
         cycles.wait_end();
         if (i == 0 && threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlFirstFull);
@@ -222,7 +222,7 @@ struct GemmSm90aTma {
       Base::fence_acc(acc);
       if constexpr (Base::kRegA) Base::fence_a(a);
       if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), i == ktiles ? kTlFirstPatch : kTlLastPatch);
-      cycles.epilogue_begin();
+      cycles.begin();
       const int slot = (i - 1) % T::kStages;
       const int m_base = patches.m0(u, rm) + wg_m * 64 + (warp & 3) * 16, n_base = patches.n0(u, rn) + wg_n * Base::kWN;
       if constexpr (T::kOutputStagingBytes > 0) {

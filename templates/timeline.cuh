@@ -81,38 +81,40 @@ __device__ __forceinline__ void timeline_begin(u32 slot_addr) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(slot_addr), "r"(slot) : "memory");
 }
 
-// Any one thread, after the barrier that follows timeline_begin.
-__device__ __forceinline__ void timeline_mark(u32 slot_addr, int event) {
+// The block's record (the index timeline_begin left at slot_addr), or null where the host
+// armed no buffer. Any thread, after the barrier that follows timeline_begin.
+__device__ __forceinline__ TimelineRecord* timeline_record(u32 slot_addr) {
   unsigned slot;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(slot) : "r"(slot_addr) : "memory");
-  if (slot != ~0u) apnn_timeline[slot].t[event] = global_ns();
+  return slot != ~0u ? &apnn_timeline[slot] : nullptr;
 }
 
-// A consumer thread's SM cycles: waiting for full stages (wait_begin .. wait_end) and in
-// epilogues (epilogue_begin .. epilogue_end, one a patch), out of the whole consumer loop
+__device__ __forceinline__ void timeline_mark(u32 slot_addr, int event) {
+  if (TimelineRecord* r = timeline_record(slot_addr)) r->t[event] = global_ns();
+}
+
+// A consumer thread's SM cycles: waiting for full stages (begin .. wait_end) and in
+// epilogues (begin .. epilogue_end, one a patch), out of the whole consumer loop
 // (construction .. write). Where a patch's time goes between the MMAs, the operands' arrival
 // and the output, per patch rather than per launch (session 22: w1a2 128x192 spends a fifth
 // of its patches in the epilogue, bench/NOTES.md).
 struct TimelineCycles {
   long long start = clock64(), mark = 0, wait = 0, epilogue = 0;
   unsigned patches = 0;
-  __device__ __forceinline__ void wait_begin() { mark = clock64(); }
+  __device__ __forceinline__ void begin() { mark = clock64(); }
   __device__ __forceinline__ void wait_end() { wait += clock64() - mark; }
-  __device__ __forceinline__ void epilogue_begin() { mark = clock64(); }
   __device__ __forceinline__ void epilogue_end() {
     epilogue += clock64() - mark;
     ++patches;
   }
   // Thread 0, after the loop: into the block's record.
   __device__ __forceinline__ void write(u32 slot_addr) const {
-    unsigned slot;
-    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(slot) : "r"(slot_addr) : "memory");
-    if (slot == ~0u) return;
-    TimelineRecord& r = apnn_timeline[slot];
-    r.patches = patches;
-    r.consumer_cycles = static_cast<unsigned long long>(clock64() - start);
-    r.wait_cycles = static_cast<unsigned long long>(wait);
-    r.epilogue_cycles = static_cast<unsigned long long>(epilogue);
+    TimelineRecord* r = timeline_record(slot_addr);
+    if (r == nullptr) return;
+    r->patches = patches;
+    r->consumer_cycles = static_cast<unsigned long long>(clock64() - start);
+    r->wait_cycles = static_cast<unsigned long long>(wait);
+    r->epilogue_cycles = static_cast<unsigned long long>(epilogue);
   }
 };
 
@@ -124,9 +126,8 @@ struct TimelineCycles {
 #define APNN_TIMELINE_MARK(slot_addr, event) ((void)0)
 namespace apnn {
 struct TimelineCycles {  // without APNN_TIMELINE: no code
-  __device__ __forceinline__ void wait_begin() {}
+  __device__ __forceinline__ void begin() {}
   __device__ __forceinline__ void wait_end() {}
-  __device__ __forceinline__ void epilogue_begin() {}
   __device__ __forceinline__ void epilogue_end() {}
   __device__ __forceinline__ void write(u32) const {}
 };
