@@ -28,6 +28,7 @@ class OursGemm {
   OursGemm(Engine& engine, const KernelSpec& spec, const ApmmShape& s);
   CheckResult check();
   void launch(int set);
+  DeviceBuffer& output(int set) { return in_->y[set].values; }  // set's int32 output
   int sets() const { return in_->sets(); }
 
  private:
@@ -42,6 +43,7 @@ class OursConv {
   OursConv(Engine& engine, const KernelSpec& spec, const ConvShape& s);
   CheckResult check();  // images 0 and N-1
   void launch(int set);
+  DeviceBuffer& output(int set) { return in_->y[set].values; }
   int sets() const { return in_->sets(); }
 
  private:

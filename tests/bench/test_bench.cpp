@@ -12,6 +12,7 @@
 #include "apnn/error.h"
 #include "bench/cases.h"
 #include "bench/clock_sampler.h"
+#include "bench/output_floor.h"
 #include "bench/peak_probe.h"
 #include "bench/report.h"
 #include "bench/svg_chart.h"
@@ -168,6 +169,15 @@ TEST_CASE("bench: JSON rows carry TOPS, the best vendor, speedup and binary effi
   CHECK(j.at("binary_eff_mma_sync").get<double>() == doctest::Approx(binary / 10000));
   CHECK(j.at("mismatches") == 0);
   CHECK(j.at("checked") == 10);
+  CHECK(j.at("int32_out_only_us").get<double>() == 0);  // the output floor not measured
+  Row floored = rep.rows[3];
+  floored.out_memset_us = 7.5;
+  floored.out_kernel_us = 6.0;
+  floored.out_only_us = 6.0;
+  const nlohmann::json f = rep.row_json(floored);
+  CHECK(f.at("int32_out_memset_us").get<double>() == doctest::Approx(7.5));
+  CHECK(f.at("int32_out_write_kernel_us").get<double>() == doctest::Approx(6.0));
+  CHECK(f.at("int32_out_only_us").get<double>() == doctest::Approx(6.0));
 
   const nlohmann::json v = rep.row_json(rep.rows[2]);
   CHECK(v.at("available") == false);
@@ -312,6 +322,15 @@ TEST_CASE("bench: the table has one line per row of ours and names unavailable v
   CHECK(contains(clock_lines[0], "MHz"));
   CHECK(contains(clock_lines[1], " 1754 yes"));
   CHECK(contains(clock_lines[2], "    - NO"));
+  CHECK_FALSE(contains(clock_lines[0], "out-only us"));  // no output floor measured: no column
+
+  // The measured floor of writing the output alone, where a row of ours has one.
+  rep.rows[2].out_only_us = 1.25;
+  const auto floor_lines = lines_of(table_text(rep));
+  REQUIRE(floor_lines.size() >= 3);
+  CHECK(contains(floor_lines[0], "ours us     TOPS out-only us"));
+  CHECK(contains(floor_lines[1], "        1.25 "));
+  CHECK(contains(floor_lines[2], "           - "));
 }
 
 TEST_CASE("bench: the SVG chart draws one bar per value, escapes labels, and rises or hangs from 1x") {
@@ -364,6 +383,24 @@ TEST_CASE("bench: the peak probes' source names its kernels and instructions") {
   CHECK_FALSE(compile_cubin(src, "sm_90a").cubin.empty());
   src.source = without;
   CHECK_FALSE(compile_cubin(src, "sm_80").cubin.empty());
+}
+
+TEST_CASE("bench: the output floor's write kernel waits for the previous kernel and compiles for every arch") {
+  const std::string src_text = output_floor_source();
+  // Launched with early start: it must wait before its first store (runtime/module.h).
+  const size_t wait = src_text.find("griddepcontrol.wait"), store = src_text.find("] = v;");
+  REQUIRE(wait != std::string::npos);
+  REQUIRE(store != std::string::npos);
+  CHECK(wait < store);
+  GeneratedSource src{"apnn_output_floor.cu", src_text, {}, {"write_only"}};
+  CHECK_FALSE(compile_cubin(src, "sm_90a").cubin.empty());
+  CHECK_FALSE(compile_cubin(src, "sm_80").cubin.empty());
+
+  // The floor is the faster writer; one not measured (0) does not count.
+  CHECK(OutputFloor::Result{7.27, 6.5}.us() == doctest::Approx(6.5));
+  CHECK(OutputFloor::Result{3.0, 4.0}.us() == doctest::Approx(3.0));
+  CHECK(OutputFloor::Result{0, 4.0}.us() == doctest::Approx(4.0));
+  CHECK(OutputFloor::Result{}.us() == 0);
 }
 
 TEST_CASE("bench: vendor inputs are drawn for every rotation set, never zero") {

@@ -1,0 +1,69 @@
+#include "bench/output_floor.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "compiler/nvrtc_compiler.h"
+#include "runtime/device.h"
+
+namespace apnn::bench {
+
+namespace {
+
+constexpr unsigned kThreads = 512;
+constexpr unsigned kBlocksPerSm = 2;  // 1024 threads an SM: 16-byte stores saturate the writes well before
+
+}  // namespace
+
+const char* output_floor_source() {
+  return R"(
+extern "C" __global__ void __launch_bounds__(512) write_only(unsigned* out, unsigned long long words, unsigned value) {
+#if __CUDA_ARCH__ >= 900
+  // Launched with early start, as our kernels are: nothing is written before the previous
+  // kernel has completed, and the next one may start launching at once.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned long long vecs = words / 4;  // DeviceBuffer allocations are 256-byte aligned
+  const uint4 v = make_uint4(value, value, value, value);
+  for (unsigned long long i = first; i < vecs; i += stride) reinterpret_cast<uint4*>(out)[i] = v;
+  for (unsigned long long i = vecs * 4 + first; i < words; i += stride) out[i] = value;
+}
+)";
+}
+
+double OutputFloor::Result::us() const {
+  if (memset_us <= 0 || kernel_us <= 0) return std::max(memset_us, kernel_us);
+  return std::min(memset_us, kernel_us);
+}
+
+OutputFloor::OutputFloor() {
+  const DeviceInfo& dev = current_device();
+  GeneratedSource src;
+  src.name = "apnn_output_floor.cu";
+  src.source = output_floor_source();
+  src.kernels = {"write_only"};
+  module_ = std::make_unique<LoadedModule>(compile_cubin(src, dev.arch()).cubin, "output floor");
+  blocks_ = kBlocksPerSm * static_cast<unsigned>(dev.sm_count);
+}
+
+OutputFloor::Result OutputFloor::time(const TimingRule& rule, int sets, const std::function<DeviceBuffer&(int)>& output) {
+  Result r;
+  r.memset_us = time_rotated(rule, sets, [&](int set) { output(set).fill_u32_async(static_cast<uint32_t>(set) + 1); }).us;
+  // Programmatic dependent launch needs sm_90; before it the attribute is not offered.
+  LaunchDims d{blocks_, 1, 1, kThreads, 0};
+  d.early_start = current_device().cc_major >= 9;
+  r.kernel_us = time_rotated(rule, sets, [&](int set) {
+                  DeviceBuffer& y = output(set);
+                  CUdeviceptr ptr = y.ptr();
+                  unsigned long long words = y.bytes() / 4;
+                  unsigned value = static_cast<unsigned>(set) + 1;
+                  void* args[] = {&ptr, &words, &value};
+                  module_->launch("write_only", d, args);
+                }).us;
+  return r;
+}
+
+}  // namespace apnn::bench
