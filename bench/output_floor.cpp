@@ -46,14 +46,16 @@ OutputFloor::OutputFloor() {
   src.source = output_floor_source();
   src.kernels = {"write_only"};
   module_ = std::make_unique<LoadedModule>(compile_cubin(src, dev.arch()).cubin, "output floor");
-  blocks_ = kBlocksPerSm * static_cast<unsigned>(dev.sm_count);
+  max_blocks_ = kBlocksPerSm * static_cast<unsigned>(dev.sm_count);
 }
 
 OutputFloor::Result OutputFloor::time(const TimingRule& rule, int sets, const std::function<DeviceBuffer&(int)>& output) {
   Result r;
   r.memset_us = time_rotated(rule, sets, [&](int set) { output(set).fill_u32_async(static_cast<uint32_t>(set) + 1); }).us;
   // Programmatic dependent launch needs sm_90; before it the attribute is not offered.
-  LaunchDims d{blocks_, 1, 1, kThreads, 0};
+  // One 16-byte store a thread where the output is smaller than a wave: fewer blocks to start.
+  const uint64_t vecs = output(0).bytes() / 16;
+  LaunchDims d{static_cast<unsigned>(std::clamp<uint64_t>((vecs + kThreads - 1) / kThreads, 1, max_blocks_)), 1, 1, kThreads, 0};
   d.early_start = current_device().cc_major >= 9;
   r.kernel_us = time_rotated(rule, sets, [&](int set) {
                   DeviceBuffer& y = output(set);
