@@ -1,7 +1,8 @@
 #include "bench/output_floor.h"
 
 #include <algorithm>
-#include <cstdint>
+
+#include <fmt/format.h>
 
 #include "compiler/nvrtc_compiler.h"
 #include "runtime/device.h"
@@ -15,9 +16,9 @@ constexpr unsigned kBlocksPerSm = 2;  // 1024 threads an SM: 16-byte stores satu
 
 }  // namespace
 
-const char* output_floor_source() {
-  return R"(
-extern "C" __global__ void __launch_bounds__(512) write_only(unsigned* out, unsigned long long words, unsigned value) {
+std::string output_floor_source() {
+  return fmt::format(R"(
+extern "C" __global__ void __launch_bounds__({}) write_only(unsigned* out, unsigned long long words, unsigned value) {{
 #if __CUDA_ARCH__ >= 900
   // Launched with early start, as our kernels are: nothing is written before the previous
   // kernel has completed, and the next one may start launching at once.
@@ -30,8 +31,9 @@ extern "C" __global__ void __launch_bounds__(512) write_only(unsigned* out, unsi
   const uint4 v = make_uint4(value, value, value, value);
   for (unsigned long long i = first; i < vecs; i += stride) reinterpret_cast<uint4*>(out)[i] = v;
   for (unsigned long long i = vecs * 4 + first; i < words; i += stride) out[i] = value;
-}
-)";
+}}
+)",
+                     kThreads);
 }
 
 double OutputFloor::Result::us() const {
@@ -49,22 +51,23 @@ OutputFloor::OutputFloor() {
   max_blocks_ = kBlocksPerSm * static_cast<unsigned>(dev.sm_count);
 }
 
+void OutputFloor::write(DeviceBuffer& y, uint32_t value) {
+  // One 16-byte store a thread where the output is smaller than that: fewer blocks to start.
+  const uint64_t vecs = y.bytes() / 16;
+  LaunchDims d{static_cast<unsigned>(std::clamp<uint64_t>((vecs + kThreads - 1) / kThreads, 1, max_blocks_)), 1, 1,
+               kThreads, 0};
+  // Early start where the kernel's dependency wait is compiled in (sm_90 and later).
+  d.early_start = current_device().cc_major >= 9;
+  CUdeviceptr ptr = y.ptr();
+  unsigned long long words = y.bytes() / 4;
+  void* args[] = {&ptr, &words, &value};
+  module_->launch("write_only", d, args);
+}
+
 OutputFloor::Result OutputFloor::time(const TimingRule& rule, int sets, const std::function<DeviceBuffer&(int)>& output) {
   Result r;
   r.memset_us = time_rotated(rule, sets, [&](int set) { output(set).fill_u32_async(static_cast<uint32_t>(set) + 1); }).us;
-  // Programmatic dependent launch needs sm_90; before it the attribute is not offered.
-  // One 16-byte store a thread where the output is smaller than a wave: fewer blocks to start.
-  const uint64_t vecs = output(0).bytes() / 16;
-  LaunchDims d{static_cast<unsigned>(std::clamp<uint64_t>((vecs + kThreads - 1) / kThreads, 1, max_blocks_)), 1, 1, kThreads, 0};
-  d.early_start = current_device().cc_major >= 9;
-  r.kernel_us = time_rotated(rule, sets, [&](int set) {
-                  DeviceBuffer& y = output(set);
-                  CUdeviceptr ptr = y.ptr();
-                  unsigned long long words = y.bytes() / 4;
-                  unsigned value = static_cast<unsigned>(set) + 1;
-                  void* args[] = {&ptr, &words, &value};
-                  module_->launch("write_only", d, args);
-                }).us;
+  r.kernel_us = time_rotated(rule, sets, [&](int set) { write(output(set), static_cast<uint32_t>(set) + 1); }).us;
   return r;
 }
 

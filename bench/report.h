@@ -36,7 +36,8 @@ struct Row {
   std::string core;        // ours: "wgmma", "wgmma-tmaC" (tile.cluster C) or "mma.sync" (rules::use_wgmma)
   // Ours: writing the shape's int32 outputs alone, rotated over the same sets and timed by the
   // same rule (bench/output_floor.h): the driver's memset, a write-only kernel of ours, and the
-  // faster of the two, a measured floor for any kernel that writes them (0: not measured).
+  // faster of the two, a floor for any kernel that writes them where the bytes rather than the
+  // launch dominate (0: not measured).
   double out_memset_us = 0, out_kernel_us = 0, out_only_us = 0;
 };
 

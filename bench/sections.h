@@ -26,7 +26,7 @@ struct Section {
   bool mismatch = false;  // an output of ours differed from the reference
   ClockSampler* clocks = nullptr;  // watches the GPU while rows are timed; null: not sampled
   OutputFloor* output_floor = nullptr;  // times Row::out_only_us; null: not measured
-  std::map<std::string, OutputFloor::Result> output_floors;  // per "op shape", measured once
+  std::map<std::string, OutputFloor::Result> output_floors{};  // per "op shape sets", measured once
 };
 
 // r.t = time(), with the section's clock sampler watching (r.clocks); the sampler stops
@@ -74,12 +74,12 @@ void run_ours(Section& s, const std::string& op, const std::string& label, const
     r.note = "MISMATCH " + check.first_mismatch;
   }
   time_row(s, r, [&] { return time_rotated(s.rule, ours.sets(), [&](int set) { ours.launch(set); }); });
-  if (s.output_floor) {  // every precision of a shape writes the same int32 output: timed once
-    auto [floor, fresh] = s.output_floors.try_emplace(op + " " + label);
-    if (fresh) floor->second = s.output_floor->time(s.rule, ours.sets(), [&](int set) -> DeviceBuffer& { return ours.output(set); });
-    r.out_memset_us = floor->second.memset_us;
-    r.out_kernel_us = floor->second.kernel_us;
-    r.out_only_us = floor->second.us();
+  if (s.output_floor) {  // every precision of a shape writes the same int32 output: timed once per rotation
+    auto [entry, fresh] = s.output_floors.try_emplace(fmt::format("{} {} {}", op, label, ours.sets()));
+    if (fresh) entry->second = s.output_floor->time(s.rule, ours.sets(), [&](int set) -> DeviceBuffer& { return ours.output(set); });
+    r.out_memset_us = entry->second.memset_us;
+    r.out_kernel_us = entry->second.kernel_us;
+    r.out_only_us = entry->second.us();
   }
   const Tile& t = *spec.tile;
   std::fprintf(stderr, "%s %-24s %-16s %.2f us, %llu checked, %llu mismatches, tile %dx%dx%d %dx%d s%d (%s, %s)%s\n",
