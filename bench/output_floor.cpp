@@ -36,11 +36,6 @@ extern "C" __global__ void __launch_bounds__({}) write_only(unsigned* out, unsig
                      kThreads);
 }
 
-double OutputFloor::Result::us() const {
-  if (memset_us <= 0 || kernel_us <= 0) return std::max(memset_us, kernel_us);
-  return std::min(memset_us, kernel_us);
-}
-
 OutputFloor::OutputFloor() {
   const DeviceInfo& dev = current_device();
   GeneratedSource src;
@@ -49,6 +44,7 @@ OutputFloor::OutputFloor() {
   src.kernels = {"write_only"};
   module_ = std::make_unique<LoadedModule>(compile_cubin(src, dev.arch()).cubin, "output floor");
   max_blocks_ = kBlocksPerSm * static_cast<unsigned>(dev.sm_count);
+  early_start_ = dev.cc_major >= 9;
 }
 
 void OutputFloor::write(DeviceBuffer& y, uint32_t value) {
@@ -56,8 +52,7 @@ void OutputFloor::write(DeviceBuffer& y, uint32_t value) {
   const uint64_t vecs = y.bytes() / 16;
   LaunchDims d{static_cast<unsigned>(std::clamp<uint64_t>((vecs + kThreads - 1) / kThreads, 1, max_blocks_)), 1, 1,
                kThreads, 0};
-  // Early start where the kernel's dependency wait is compiled in (sm_90 and later).
-  d.early_start = current_device().cc_major >= 9;
+  d.early_start = early_start_;
   CUdeviceptr ptr = y.ptr();
   unsigned long long words = y.bytes() / 4;
   void* args[] = {&ptr, &words, &value};

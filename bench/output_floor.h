@@ -5,7 +5,7 @@
 // a few MB or less it is a reference only: the launch dominates, and a kernel of ours can come
 // in under it (session 23: the 64x1024x1024 GEMM 2.17 us against 2.26).
 //
-// Two writers are timed and the faster one counts (OutputFloor::Result::us): the driver's
+// Two writers are timed and the faster one counts (OutputAlone::us, bench/report.h): the driver's
 // memset, and a kernel of our own launched the way ours are (programmatic dependent launch:
 // it starts while the previous kernel ends and waits for it before its first store; up to
 // two blocks of 512 threads an SM, one 16-byte store a thread per pass, grid-stride). The
@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "bench/report.h"
 #include "runtime/device_buffer.h"
 #include "runtime/module.h"
 #include "runtime/steady_timing.h"
@@ -29,10 +30,7 @@ std::string output_floor_source();
 class OutputFloor {
  public:
   OutputFloor();  // compiles the write kernel for the current device (needs a GPU)
-  struct Result {
-    double memset_us = 0, kernel_us = 0;
-    double us() const;  // the faster writer's time (0: not measured)
-  };
+  using Result = OutputAlone;
   // `output(set)` is the buffer set `set` of `sets` writes (the row's rotation); every set's
   // buffer has the same size.
   Result time(const TimingRule& rule, int sets, const std::function<DeviceBuffer&(int)>& output);
@@ -42,6 +40,7 @@ class OutputFloor {
  private:
   std::unique_ptr<LoadedModule> module_;
   unsigned max_blocks_ = 0;  // kBlocksPerSm blocks on every SM
+  bool early_start_ = false;  // where the kernel's dependency wait is compiled in (sm_90 and later)
 };
 
 }  // namespace apnn::bench

@@ -18,6 +18,15 @@
 
 namespace apnn::bench {
 
+// A shape's int32 outputs written alone, rotated over the row's sets and timed by its rule
+// (bench/output_floor.h): by the driver's memset and by a write-only kernel of ours. The
+// faster, us(), is a floor for any kernel that writes them where the bytes rather than the
+// launch dominate (0: neither measured).
+struct OutputAlone {
+  double memset_us = 0, kernel_us = 0;
+  double us() const;
+};
+
 struct Row {
   std::string op;          // "gemm" | "conv"
   std::string shape;       // the case's label
@@ -34,11 +43,7 @@ struct Row {
   nlohmann::json spec;     // ours: the canonical kernel spec
   std::string tile_source; // ours: "tuned" (apnn tune's recorded winner) or "untuned"
   std::string core;        // ours: "wgmma", "wgmma-tmaC" (tile.cluster C) or "mma.sync" (rules::use_wgmma)
-  // Ours: writing the shape's int32 outputs alone, rotated over the same sets and timed by the
-  // same rule (bench/output_floor.h): the driver's memset, a write-only kernel of ours, and the
-  // faster of the two, a floor for any kernel that writes them where the bytes rather than the
-  // launch dominate (0: not measured).
-  double out_memset_us = 0, out_kernel_us = 0, out_only_us = 0;
+  OutputAlone out_alone;  // ours: the shape's int32 outputs written alone (0: not measured)
 };
 
 Row make_row(const std::string& op, const std::string& shape, const nlohmann::json& dims, double ops,

@@ -25,7 +25,7 @@ struct Section {
   size_t l2 = 0;
   bool mismatch = false;  // an output of ours differed from the reference
   ClockSampler* clocks = nullptr;  // watches the GPU while rows are timed; null: not sampled
-  OutputFloor* output_floor = nullptr;  // times Row::out_only_us; null: not measured
+  OutputFloor* output_floor = nullptr;  // times Row::out_alone; null: not measured
   std::map<std::string, OutputFloor::Result> output_floors{};  // per "op shape sets", measured once
 };
 
@@ -77,9 +77,7 @@ void run_ours(Section& s, const std::string& op, const std::string& label, const
   if (s.output_floor) {  // every precision of a shape writes the same int32 output: timed once per rotation
     auto [entry, fresh] = s.output_floors.try_emplace(fmt::format("{} {} {}", op, label, ours.sets()));
     if (fresh) entry->second = s.output_floor->time(s.rule, ours.sets(), [&](int set) -> DeviceBuffer& { return ours.output(set); });
-    r.out_memset_us = entry->second.memset_us;
-    r.out_kernel_us = entry->second.kernel_us;
-    r.out_only_us = entry->second.us();
+    r.out_alone = entry->second;
   }
   const Tile& t = *spec.tile;
   std::fprintf(stderr, "%s %-24s %-16s %.2f us, %llu checked, %llu mismatches, tile %dx%dx%d %dx%d s%d (%s, %s)%s\n",

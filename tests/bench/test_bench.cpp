@@ -171,9 +171,7 @@ TEST_CASE("bench: JSON rows carry TOPS, the best vendor, speedup and binary effi
   CHECK(j.at("checked") == 10);
   CHECK(j.at("int32_out_only_us").get<double>() == 0);  // the output floor not measured
   Row floored = rep.rows[3];
-  floored.out_memset_us = 7.5;
-  floored.out_kernel_us = 6.0;
-  floored.out_only_us = 6.0;
+  floored.out_alone = {7.5, 6.0};
   const nlohmann::json f = rep.row_json(floored);
   CHECK(f.at("int32_out_memset_us").get<double>() == doctest::Approx(7.5));
   CHECK(f.at("int32_out_write_kernel_us").get<double>() == doctest::Approx(6.0));
@@ -325,7 +323,7 @@ TEST_CASE("bench: the table has one line per row of ours and names unavailable v
   CHECK_FALSE(contains(clock_lines[0], "out-only us"));  // no output floor measured: no column
 
   // The measured floor of writing the output alone, where a row of ours has one.
-  rep.rows[2].out_only_us = 1.25;
+  rep.rows[2].out_alone = {1.25, 0};
   const auto floor_lines = lines_of(table_text(rep));
   REQUIRE(floor_lines.size() >= 3);
   CHECK(contains(floor_lines[0], "ours us     TOPS out-only us"));
