@@ -183,7 +183,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("conv", kConvKernel), fmt::arg("pack_w", kPackWKernel), fmt::arg("pack_x", kPackXKernel),
       fmt::arg("unpack_x", kUnpackXKernel),
       fmt::arg("pack_threads", kPackThreads), fmt::arg("epi", epi),
-      fmt::arg("conv_min_blocks", rules::conv_min_blocks(t, static_cast<int>(groups.weight.size()))));
+      fmt::arg("conv_min_blocks", rules::conv_min_blocks(spec, arch, static_cast<int>(groups.weight.size()))));
   };
 
   GeneratedSource out;

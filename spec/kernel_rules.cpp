@@ -92,10 +92,13 @@ PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch)
   return conv_blocks_per_sm(spec, arch, merged) > conv_blocks_per_sm(spec, arch, exact) ? merged : exact;
 }
 
-int conv_blocks_per_sm(const KernelSpec& spec, const std::string& arch, const PlaneGroups& groups) {
+int conv_smem_blocks(const KernelSpec& spec, const std::string& arch) {
   // An SM has the opt-in maximum plus 1 KB, and each block reserves 1 KB.
-  const int by_smem = (kMaxSharedBytes + 1024) / (launch_shared_bytes(spec, arch) + 1024);
-  return std::min(by_smem, conv_min_blocks(*spec.tile, static_cast<int>(groups.weight.size())));
+  return (kMaxSharedBytes + 1024) / (launch_shared_bytes(spec, arch) + 1024);
+}
+
+int conv_blocks_per_sm(const KernelSpec& spec, const std::string& arch, const PlaneGroups& groups) {
+  return std::min(conv_smem_blocks(spec, arch), conv_min_blocks(spec, arch, static_cast<int>(groups.weight.size())));
 }
 
 int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
@@ -115,8 +118,21 @@ int accumulator_regs(const Tile& t, int groups) {
   return groups * (t.bm / t.warps_m / 16) * (t.bn / t.warps_n / 8) * 4;
 }
 
-int conv_min_blocks(const Tile& t, int groups) {
-  return 32 * t.warps_m * t.warps_n <= 256 && accumulator_regs(t, groups) <= 64 ? 2 : 1;  // no cluster: no producer
+int conv_min_blocks(const KernelSpec& spec, const std::string& arch, int groups) {
+  const Tile& t = *spec.tile;
+  const int threads = 32 * t.warps_m * t.warps_n;  // no cluster: no producer
+  const int regs = accumulator_regs(t, groups);
+  // Three blocks of one warpgroup column where the shared memory holds three: 85 registers
+  // a thread, which the plain epilogue fits without spills with 32 accumulators (w1a2 128x64
+  // merged: 80). apnn verify, w1a2 batch 128 (session 24, device call 4): 392 tiles of 128x64
+  // then run in one wave rather than 1.48 of two, 7x7x512 17.43 -> 16.81 us and
+  // 14x14x256-o512 3x3/2 14.13 -> 13.69 (128x64/512, 4 stages against 6); with 784 tiles, in
+  // two waves rather than three, 28x28x128-o256 3x3/2 24.62 -> 30.19 (engine/tile_choice.cpp
+  // takes three only where they fill the waves better). Fused chains keep two: they hold more.
+  if (threads == 256 && t.warps_n == 1 && regs <= 32 && spec.epilogue.empty() && use_wgmma(spec, arch) &&
+      conv_smem_blocks(spec, arch) >= 3)
+    return 3;
+  return threads <= 256 && regs <= 64 ? 2 : 1;
 }
 
 int shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {

@@ -61,12 +61,16 @@ inline constexpr int kMaxSharedBytes = 227 * 1024;        // opt-in dynamic shar
 inline constexpr int kMaxThreads = 512;
 
 int accumulator_regs(const Tile& t, int groups);
-// Blocks per SM the conv kernel asks registers for (__launch_bounds__'s second argument): 2
-// for blocks of at most 256 threads whose accumulators take at most 64 registers, capping
-// them at 128 per thread; else 1. A fused chain on the wgmma conv took 137 registers at
-// 64x128 (one 256-thread block per SM: n128-56x56x64 w1a2+q2 552 us, session 5 device call
-// 15); capped, 127 without spills (322 us, call 16).
-int conv_min_blocks(const Tile& t, int groups);
+// Blocks per SM a canonical conv spec's kernel (its tile set) asks registers for with
+// `groups` accumulator sets (__launch_bounds__'s second argument): 2 for blocks of at most
+// 256 threads whose accumulators take at most 64 registers, capping them at 128 per thread;
+// else 1. A fused chain on the wgmma conv took 137 registers at 64x128 (one 256-thread block
+// per SM: n128-56x56x64 w1a2+q2 552 us, session 5 device call 15); capped, 127 without
+// spills (322 us, call 16). 3 on the wgmma core for a plain-output block of 8 warps in one
+// column with at most 32 accumulator registers, where three blocks' shared memory fits.
+int conv_min_blocks(const KernelSpec& spec, const std::string& arch, int groups);
+// Blocks of a canonical conv spec's kernel whose launch shared memory fits an SM at once.
+int conv_smem_blocks(const KernelSpec& spec, const std::string& arch);
 int shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // Blocks of a canonical conv spec's kernel that fit an SM at once with these accumulator
 // sets: its launch bounds (conv_min_blocks) and its shared memory on `arch`.

@@ -428,9 +428,32 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
   CHECK(apnn::rules::wgmma_shared_bytes(*pq.tile, pq.w, pq.x) < 128 * 132 * 4);
   CHECK(apnn::rules::launch_shared_bytes(pq, "sm_90a") == 128 * 132 * 4 + 128 * 16);
   // Conv kernels of <= 256 threads with <= 64 accumulator registers ask for 2 blocks per SM.
-  CHECK(apnn::rules::conv_min_blocks(Tile{64, 128, 512, 3, 4, 2}, 2) == 2);       // 2 groups x 32
-  CHECK(apnn::rules::conv_min_blocks(Tile{64, 256, 256, 2, 4, 2}, 2) == 1);       // 2 groups x 64
-  CHECK(apnn::rules::conv_min_blocks(Tile{128, 128, 256, 2, 8, 2}, 2) == 1);      // 512 threads
+  auto min_blocks = [&](const KernelSpec& base, Tile t, int groups, const char* arch = "sm_90a") {
+    KernelSpec k = base;
+    k.tile = t;
+    return apnn::rules::conv_min_blocks(apnn::canonicalize(k), arch, groups);
+  };
+  CHECK(min_blocks(conv, Tile{64, 128, 512, 3, 4, 2}, 2) == 2);   // 2 groups x 32
+  CHECK(min_blocks(conv, Tile{64, 256, 256, 2, 4, 2}, 2) == 1);   // 2 groups x 64
+  CHECK(min_blocks(conv, Tile{128, 128, 256, 2, 8, 2}, 2) == 1);  // 512 threads
+  // Three for 8 warps in one column with <= 32 accumulator registers, where three blocks'
+  // shared memory fits, on the wgmma core, for the plain output only.
+  const Tile three{128, 64, 512, 4, 8, 1};
+  CHECK(min_blocks(conv, three, 1) == 3);  // merged w1a2 sets: 32 registers, 3 x 66 KB
+  CHECK(min_blocks(conv, three, 2) == 2);  // 64 registers
+  CHECK(min_blocks(conv, Tile{128, 64, 512, 6, 8, 1}, 1) == 2);   // 98 KB: two fit
+  CHECK(min_blocks(conv, Tile{64, 128, 512, 3, 4, 2}, 1) == 2);   // two warpgroup columns
+  CHECK(min_blocks(conv, three, 1, "sm_90") == 2);                // the mma.sync core
+  CHECK(min_blocks(conv_chain, three, 1) == 2);                   // a fused chain holds more
+  {
+    KernelSpec k = conv;
+    k.tile = three;
+    const KernelSpec ck = apnn::canonicalize(k);
+    CHECK(apnn::rules::kernel_plane_groups(ck, "sm_90a").weight.size() == 1);  // merged: a third block
+    CHECK(apnn::rules::conv_blocks_per_sm(ck, "sm_90a", apnn::rules::kernel_plane_groups(ck, "sm_90a")) == 3);
+    CHECK(contains(apnn::generate(ck, "sm_90a").source, "__launch_bounds__(kThreads, 3)"));
+    CHECK(contains(apnn::generate(ck, "sm_90").source, "__launch_bounds__(kThreads, 2)"));
+  }
   CHECK(contains(apnn::generate(pq, "sm_90a").source, "__launch_bounds__(kThreads, 1)"));
   KernelSpec narrow = conv_pq;
   narrow.tile = Tile{64, 128, 512, 3, 4, 2};
