@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -71,6 +72,48 @@ int conv_blocks(const KernelSpec& s, const Tile& tile, const Target& t) {
   const KernelSpec k = with_tile(s, tile);
   if (!rules::use_wgmma(k, t.arch)) return 1;
   return rules::conv_blocks_per_sm(k, t.arch, rules::kernel_plane_groups(k, t.arch));
+}
+
+// The share of the waves' slots that hold a tile.
+double wave_fill(int64_t tiles, int64_t slots) {
+  const int64_t waves = (tiles + slots - 1) / slots;
+  return static_cast<double>(tiles) / static_cast<double>(waves * slots);
+}
+
+// A 3x3 (or wider) conv over a wave on a tall tile (128 rows, 8x1 warps), from the tile so
+// far (`base`): 512-bit K steps, and the deepest pipeline (at most 6 stages) that keeps its
+// blocks per SM, or where three blocks share an SM (rules::conv_min_blocks) and fill the
+// waves better, the deepest that keeps three. K = Kh*Kw*C bits is 4.5 steps of 1024 for C =
+// 256 and 512, and with 6 stages of 512 a block's loads run 4 steps ahead rather than 1.
+// apnn verify and bench, w1a2 batch 128 (session 24, device calls 2-4), us:
+//   7x7x512 128x64/1024 3 stages 19.49 -> 512-bit steps, 6 stages 17.43 -> three blocks
+//   of 4 stages 16.81 (392 tiles: one wave of three rather than 1.48 of two);
+//   14x14x256-o512 3x3/2 14.92 -> 14.17 -> 13.69 (the same tiles);
+//   28x28x128-o256 3x3/2 (784 tiles) 25.70 -> 24.69 with 6 stages; 14x14x256 27.50 -> 27.96;
+//   w1a4 batch 128 0.99-1.03x, w2a8 1.02-1.03x.
+// Fewer bits in flight than `base` lost: w2a2 7x7x512 128x64/1024 with 4 stages (one block)
+// 24.63 -> 26.85 us as 512-bit steps with 4 (two blocks, merged sets), so `base` stays there.
+Tile deep_conv_tile(const KernelSpec& s, const Problem& p, const Target& t, const Tile& base) {
+  // The blocks `base` keeps on its own sets: at 4 stages of 512 bits it may itself be a tile
+  // of three, which lost where it did not fill the waves better (28x28x128-o256 above).
+  const int keep = std::min(conv_blocks(s, base, t), 2);
+  Tile c = base;
+  c.bk = std::min(c.bk, 512);
+  std::optional<Tile> deep, three;
+  for (int stages = 3; stages <= 6; ++stages) {
+    Tile d = c;
+    d.stages = stages;
+    if (!fits(s, d, t) || !on_wgmma(s, d, t)) break;
+    const int blocks = conv_blocks(s, d, t);
+    if (blocks >= 3) three = d;
+    if (blocks >= keep) deep = d;
+  }
+  const int64_t tiles = tile_count(p, c.bm, c.bn);
+  if (three && (!deep || wave_fill(tiles, int64_t{3} * t.sm_count) >
+                             wave_fill(tiles, int64_t{conv_blocks(s, *deep, t)} * t.sm_count) + 0.05))
+    return *three;
+  if (deep && deep->stages * deep->bk >= base.stages * base.bk) return *deep;
+  return base;
 }
 
 }  // namespace
@@ -280,7 +323,13 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     Tile wide = w;
     if (w.bk == 256 && (p.K_bits + 511) / 512 * 512 * 3 <= p.K_bits * 4) wide.bk = 512;
     for (const Tile& c : {wide, w})
-      if (fits(s, c, t) && on_wgmma(s, c, t)) return deeper(c);
+      if (fits(s, c, t) && on_wgmma(s, c, t)) {
+        const Tile base = deeper(c);
+        const bool tall = c.bm == 128 && c.warps_m == 8 && c.warps_n == 1;
+        if (!under_wave && tall && s.epilogue.empty() && s.conv.kh * s.conv.kw > 1 && p.K_bits > 1024)
+          return deep_conv_tile(s, p, t, base);
+        return base;
+      }
   }
   return deeper(h);
 }

@@ -304,9 +304,9 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   CHECK(hb.bk == 256);
   CHECK(untuned_tile(conv, batch, h100).bk == 512);
   // K = 2304 (256 channels) keeps 512 (1024 would pad a third: 41.1 vs 31.0 us measured);
-  // K = 4608 (512 channels) takes 1024 (11% padding).
+  // K = 4608 (512 channels) too: its tall tile's 1024-bit steps become 512 (deep_conv_tile).
   CHECK(untuned_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100).bk == 512);
-  CHECK(untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100).bk == 1024);
+  CHECK(untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100).bk == 512);
   // Batch 128 fills the GPU even with 128-row tiles: two warpgroups along O (each M tile
   // gathers its X columns again); w2a2's four accumulator groups halve bn to fit. O = 64
   // keeps 64 rows, and batch 8 (O = 128: 98 tiles of 128 x 64) keeps the heuristic's.
@@ -353,13 +353,44 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   const KernelSpec w2a4 = parse_spec_text(
       R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":4,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
   CHECK_FALSE(untuned_tile(w2a4, conv_problem(w2a4, {128, 512, 7, 7, 512}), h100).bn == 16);
-  // Stages: 4 where they fit, but 7x7 C=O=512's 128x64/1024 keeps 3, where two blocks share
-  // an SM (4 stages leave room for one); w1a4's 64x128 takes 4, its registers allow one block.
+  // Stages: 4 where they fit, and on the tall tiles of 3x3 convs over a wave, 512-bit steps
+  // with the deepest pipeline that keeps the blocks per SM (deep_conv_tile): 14x14 C=O=256's
+  // 784 tiles of 128x64 take 6 stages (two blocks). 7x7 C=O=512's 392 tiles, one wave of three
+  // blocks against 1.48 of two, take the 4 stages where three fit (merged w1a2 sets); so do
+  // 14x14x256-o512 3x3/2's. 28x28 C=O=128's 128x128 keeps 4: a fifth costs its second block.
+  auto blocks_of = [&](const KernelSpec& s, const Tile& t) {
+    KernelSpec k = s;
+    k.tile = t;
+    const KernelSpec ck = canonicalize(k);
+    return rules::conv_blocks_per_sm(ck, "sm_90a", rules::kernel_plane_groups(ck, "sm_90a"));
+  };
   const Tile seven = untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100);
   CHECK(seven.bm == 128);
   CHECK(seven.bn == 64);
-  CHECK(seven.stages == 3);
+  CHECK(seven.stages == 4);
+  CHECK(blocks_of(conv, seven) == 3);
+  CHECK(half.stages == 6);
+  CHECK(blocks_of(conv, half) == 2);
+  KernelSpec conv_s2 = conv;
+  conv_s2.conv.sh = conv_s2.conv.sw = 2;
+  const Tile s2 = untuned_tile(conv_s2, conv_problem(conv_s2, {128, 256, 14, 14, 512}), h100);
+  CHECK(s2 == Tile{128, 64, 512, 4, 8, 1});
+  CHECK(blocks_of(conv_s2, s2) == 3);
+  CHECK(untuned_tile(conv_s2, conv_problem(conv_s2, {128, 128, 28, 28, 256}), h100) == Tile{128, 64, 512, 6, 8, 1});
   CHECK(tall.stages == 4);
+  // w2a2's 7x7 C=O=512 tile keeps its 1024-bit steps: 512-bit ones would hold fewer bits in
+  // flight (4 x 512 with two blocks against 4 x 1024 with one: 26.85 against 24.63 us).
+  const Tile seven2 = untuned_tile(w2a2, conv_problem(w2a2, {128, 512, 7, 7, 512}), h100);
+  CHECK(seven2.bk == 1024);
+  CHECK(seven2.stages == 4);
+  // A fused chain keeps the tile before this rule (its registers stay at two blocks).
+  KernelSpec chain = conv;
+  chain.epilogue = parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],
+          "epilogue":[{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}]})").epilogue;
+  const Tile seven_chain = untuned_tile(chain, conv_problem(chain, {128, 512, 7, 7, 512}), h100);
+  CHECK(seven_chain.bk == 1024);
+  CHECK(seven_chain.stages == 3);
   const KernelSpec w1a4 = parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":4,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
   const Tile wide4 = untuned_tile(w1a4, conv_problem(w1a4, {128, 64, 56, 56, 64}), h100);
