@@ -87,6 +87,9 @@ std::vector<std::string> compile_options(const std::string& arch) {
   // APNN_TIMELINE likewise: per-block phase timestamps in the TMA core (templates/timeline.cuh),
   // read by `apnn verify --timeline`.
   if (env_flag("APNN_TIMELINE")) o.push_back("-DAPNN_TIMELINE=1");
+  // APNN_PTXAS_INFO: ptxas's register and spill counts per kernel in the compile log
+  // (test_compiler checks that the kernels of three blocks per SM spill nothing).
+  if (env_flag("APNN_PTXAS_INFO")) o.push_back("--ptxas-options=-v");
   return o;
 }
 

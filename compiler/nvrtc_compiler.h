@@ -23,7 +23,7 @@ std::string nvrtc_version();                                    // e.g. "13.0"
 // Whether environment variable `name` is set and not "0".
 bool env_flag(const char* name);
 // NVRTC options for arch (with --generate-line-info when APNN_LINEINFO is set and not "0",
-// -DAPNN_TIMELINE=1 when APNN_TIMELINE is).
+// -DAPNN_TIMELINE=1 when APNN_TIMELINE is, ptxas's -v when APNN_PTXAS_INFO is).
 std::vector<std::string> compile_options(const std::string& arch);
 
 // Throws Error(Compile) carrying NVRTC's log and the path of a directory holding the

@@ -81,18 +81,21 @@ double wave_fill(int64_t tiles, int64_t slots) {
 }
 
 // A 3x3 (or wider) conv over a wave on a tall tile (128 rows, 8x1 warps), from the tile so
-// far (`base`): 512-bit K steps, and the deepest pipeline (at most 6 stages) that keeps its
-// blocks per SM, or where three blocks share an SM (rules::conv_min_blocks) and fill the
-// waves better, the deepest that keeps three. K = Kh*Kw*C bits is 4.5 steps of 1024 for C =
-// 256 and 512, and with 6 stages of 512 a block's loads run 4 steps ahead rather than 1.
-// apnn verify and bench, w1a2 batch 128 (session 24, device calls 2-4), us:
+// far (`base`): 1024-bit K steps become 512, and the deepest pipeline (at most 6 stages)
+// that keeps its blocks per SM is taken where it holds at least `base`'s bits in flight
+// (stages x bk); or, where the kernel of three blocks per SM (rules::conv_three_blocks: 4
+// stages of 512 bits) fills the waves better by more than 0.05 of the slots, that one. K =
+// Kh*Kw*C bits is 4.5 steps of 1024 for C = 512 (2.25 for C = 256), and at 3 stages a
+// block's loads run 1 step ahead of its wgmmas; 6 of 512 run 4 ahead with the same bytes.
+// apnn verify and bench, w1a2 batch 128 (session 24, device calls 2-5), us:
 //   7x7x512 128x64/1024 3 stages 19.49 -> 512-bit steps, 6 stages 17.43 -> three blocks
-//   of 4 stages 16.81 (392 tiles: one wave of three rather than 1.48 of two);
+//   of 4 stages 16.81-16.98 (392 tiles: one wave of three rather than 1.48 of two);
 //   14x14x256-o512 3x3/2 14.92 -> 14.17 -> 13.69 (the same tiles);
 //   28x28x128-o256 3x3/2 (784 tiles) 25.70 -> 24.69 with 6 stages; 14x14x256 27.50 -> 27.96;
 //   w1a4 batch 128 0.99-1.03x, w2a8 1.02-1.03x.
-// Fewer bits in flight than `base` lost: w2a2 7x7x512 128x64/1024 with 4 stages (one block)
-// 24.63 -> 26.85 us as 512-bit steps with 4 (two blocks, merged sets), so `base` stays there.
+// A rule without the bits-in-flight test lost on w2a2 7x7x512: 128x64/1024 with 4 stages
+// (one block) 24.63 -> 26.85 us as 4 stages of 512 (two blocks, merged sets); the 6 stages
+// of 512 this code would try there hold fewer bits than `base` too, so `base` stays.
 Tile deep_conv_tile(const KernelSpec& s, const Problem& p, const Target& t, const Tile& base) {
   // The blocks `base` keeps on its own sets: at 4 stages of 512 bits it may itself be a tile
   // of three, which lost where it did not fill the waves better (28x28x128-o256 above).
@@ -109,8 +112,10 @@ Tile deep_conv_tile(const KernelSpec& s, const Problem& p, const Target& t, cons
     if (blocks >= keep) deep = d;
   }
   const int64_t tiles = tile_count(p, c.bm, c.bn);
-  if (three && (!deep || wave_fill(tiles, int64_t{3} * t.sm_count) >
-                             wave_fill(tiles, int64_t{conv_blocks(s, *deep, t)} * t.sm_count) + 0.05))
+  // Every stage count that fits three blocks keeps `keep` (at most two) as well, so `deep`
+  // is set wherever `three` is.
+  if (three && wave_fill(tiles, int64_t{3} * t.sm_count) >
+                   wave_fill(tiles, int64_t{conv_blocks(s, *deep, t)} * t.sm_count) + 0.05)
     return *three;
   if (deep && deep->stages * deep->bk >= base.stages * base.bk) return *deep;
   return base;
@@ -261,7 +266,8 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
     // bn: the heuristic's, or half of it where 128 x bn needs more accumulators than a thread
     // holds (w2a2, w1a4) or where the last wave would run less full (7x7 C=O=512: 196 tiles
     // of 128x128, 1.48 waves, 30.2 us; 128x64 fills 2.97 waves of one block per SM, and
-    // with the 3 stages deeper() then keeps, 1.48 of two: 19.8 us, the best measured).
+    // with the 3 stages deeper() then keeps, 1.48 of two: 19.8 us; deep_conv_tile then runs
+    // it as 4 stages of 512 bits, three blocks per SM: 16.98 us in session 24).
     if (!under_wave && w.bm == 64 && p.M > 64 && s.conv.kh * s.conv.kw > 1) {
       auto tall = [&](int bn) {
         Tile c = w;
@@ -274,14 +280,15 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
       // The share of the waves' slots that hold a tile (0 under a wave), with a slot per SM
       // (the fit above) or, where merged accumulator sets let blocks share an SM
       // (rules::kernel_plane_groups), as many as the tile's kernel fits with 4 stages (deeper()
-      // may keep 3 where a fourth costs a block; this count is not told of that): 392
-      // tiles of 128x128 then run 1.48 waves of two, and took 0.84-0.85x the time of one a
-      // SM (n128-14x14x256 and 28x28x128-o256 3x3/2, w1a2, session 10 device call 6).
+      // may keep 3 where a fourth costs a block; this count is not told of that), at most
+      // two (the rule was fitted with two; deep_conv_tile decides on a third): 392 tiles of
+      // 128x128 then run 1.48 waves of two, and took 0.84-0.85x the time of one a SM
+      // (n128-14x14x256 and 28x28x128-o256 3x3/2, w1a2, session 10 device call 6).
       auto fill = [&](int bn, bool shared_sm) {
         const int64_t tiles = tile_count(p, 128, bn);
         Tile c = tall(bn);
         c.stages = 4;
-        const int64_t slots = int64_t{t.sm_count} * (shared_sm && fits(s, c, t) ? conv_blocks(s, c, t) : 1);
+        const int64_t slots = int64_t{t.sm_count} * (shared_sm && fits(s, c, t) ? std::min(conv_blocks(s, c, t), 2) : 1);
         const int64_t waves = (tiles + slots - 1) / slots;
         return tiles < t.sm_count ? 0.0 : static_cast<double>(tiles) / static_cast<double>(waves * slots);
       };

@@ -39,7 +39,9 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
 // on sm_90a the wgmma core's tile for a plain APMM where it fills half a wave and K >= 1024
 // bits; else the paper's heuristic, adjusted on sm_90a where it lands on the wgmma core
 // (APMM with K < 1024: warps along N, on mma.sync; APConv: one warpgroup column for narrow
-// tiles, bk 1024 under a wave). engine/tile_choice.cpp says which measurements fitted these.
+// tiles, bk 1024 under a wave; over a wave, tall tiles of 3x3 convs with 512-bit steps and
+// deeper pipelines, or three blocks per SM where they fill the waves better).
+// engine/tile_choice.cpp says which measurements fitted these.
 Tile untuned_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 // The same for the current GPU.
 KernelSpec with_tile_for(const KernelSpec& spec, const Problem& p);

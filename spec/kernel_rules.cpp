@@ -122,17 +122,25 @@ int conv_min_blocks(const KernelSpec& spec, const std::string& arch, int groups)
   const Tile& t = *spec.tile;
   const int threads = 32 * t.warps_m * t.warps_n;  // no cluster: no producer
   const int regs = accumulator_regs(t, groups);
-  // Three blocks of one warpgroup column where the shared memory holds three: 85 registers
-  // a thread, which the plain epilogue fits without spills with 32 accumulators (w1a2 128x64
-  // merged: 80). apnn verify, w1a2 batch 128 (session 24, device call 4): 392 tiles of 128x64
-  // then run in one wave rather than 1.48 of two, 7x7x512 17.43 -> 16.81 us and
-  // 14x14x256-o512 3x3/2 14.13 -> 13.69 (128x64/512, 4 stages against 6); with 784 tiles, in
-  // two waves rather than three, 28x28x128-o256 3x3/2 24.62 -> 30.19 (engine/tile_choice.cpp
-  // takes three only where they fill the waves better). Fused chains keep two: they hold more.
-  if (threads == 256 && t.warps_n == 1 && regs <= 32 && spec.epilogue.empty() && use_wgmma(spec, arch) &&
-      conv_smem_blocks(spec, arch) >= 3)
-    return 3;
+  if (conv_three_blocks(spec, arch, regs)) return 3;
   return threads <= 256 && regs <= 64 ? 2 : 1;
+}
+
+bool conv_three_blocks(const KernelSpec& spec, const std::string& arch, int accumulator_registers) {
+  // Three 256-thread blocks leave 80 registers a thread (85 rounded down to the allocation
+  // unit of 8). Only the kernel measured fits them without spills: w1 x a2 with unsigned
+  // activations (merged sets, 32 accumulators), 8x1 warps, 4 stages of 512 bits: 80
+  // registers, no spills. ptxas spilled at this bound with pm1 activations (their correction
+  // terms), with 2-3 stages, and for other precisions (session 24's review). apnn verify, w1a2
+  // batch 128 (session 24, device call 4): 392 tiles of 128x64 run one wave of three rather
+  // than 1.48 of two, 7x7x512 17.43 -> 16.81 us and 14x14x256-o512 3x3/2 14.13 -> 13.69 (6
+  // stages of two blocks against 4 of three); with 784 tiles, in two waves rather than three,
+  // 28x28x128-o256 3x3/2 24.62 -> 30.19 (engine/tile_choice.cpp takes three only where they
+  // fill the waves better). Fused chains hold more registers and keep two.
+  const Tile& t = *spec.tile;
+  return spec.op == Op::Apconv && spec.epilogue.empty() && spec.w.bits == 1 && spec.x.bits == 2 &&
+         spec.x.enc == Encoding::Unsigned && t.warps_m == 8 && t.warps_n == 1 && t.bk == 512 && t.stages == 4 &&
+         accumulator_registers <= 32 && use_wgmma(spec, arch) && conv_smem_blocks(spec, arch) >= 3;
 }
 
 int shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {

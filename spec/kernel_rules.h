@@ -66,9 +66,14 @@ int accumulator_regs(const Tile& t, int groups);
 // 256 threads whose accumulators take at most 64 registers, capping them at 128 per thread;
 // else 1. A fused chain on the wgmma conv took 137 registers at 64x128 (one 256-thread block
 // per SM: n128-56x56x64 w1a2+q2 552 us, session 5 device call 15); capped, 127 without
-// spills (322 us, call 16). 3 on the wgmma core for a plain-output block of 8 warps in one
-// column with at most 32 accumulator registers, where three blocks' shared memory fits.
+// spills (322 us, call 16). 3 where conv_three_blocks says so.
 int conv_min_blocks(const KernelSpec& spec, const std::string& arch, int groups);
+// Whether a canonical conv spec's kernel with this many accumulator registers asks for three
+// blocks per SM (80 registers a thread): only the measured kernel that fits them without
+// spills, w1 x a2 with unsigned activations on the wgmma core, plain output, 8x1 warps, 4
+// stages of 512 bits, at most 32 accumulator registers (merged sets), where three blocks'
+// shared memory fits. test_compiler compiles every such legal tile and checks ptxas spills none.
+bool conv_three_blocks(const KernelSpec& spec, const std::string& arch, int accumulator_registers);
 // Blocks of a canonical conv spec's kernel whose launch shared memory fits an SM at once.
 int conv_smem_blocks(const KernelSpec& spec, const std::string& arch);
 int shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);

@@ -96,7 +96,7 @@ TEST_CASE("sm_90a wgmma conv: every K step width, 1-8 weight planes, O and K pas
       {1, 2, Encoding::Unsigned, {128, 128, 512, 4, 8, 1}}, {2, 2, Encoding::Signed, {64, 128, 512, 4, 4, 2}},
       {2, 2, Encoding::Signed, {128, 64, 512, 4, 8, 1}},
       // deep_conv_tile's tiles: w1a2 128x64/512 with 4 stages runs merged, three blocks per SM
-      // (launch bounds of 85 registers); with 6 stages, exact sets, two blocks.
+      // (80 registers a thread); with 6 stages, exact sets, two blocks.
       {1, 2, Encoding::Pm1, {128, 64, 512, 4, 8, 1}},   {1, 2, Encoding::Pm1, {128, 64, 512, 6, 8, 1}},
   };
   int n = 0, merged = 0;

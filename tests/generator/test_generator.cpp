@@ -445,6 +445,18 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
   CHECK(min_blocks(conv, Tile{64, 128, 512, 3, 4, 2}, 1) == 2);   // two warpgroup columns
   CHECK(min_blocks(conv, three, 1, "sm_90") == 2);                // the mma.sync core
   CHECK(min_blocks(conv_chain, three, 1) == 2);                   // a fused chain holds more
+  // Only the measured kernel: ptxas spilled at 80 registers with pm1 activations, fewer
+  // stages and other precisions (test_compiler compiles every tile of three).
+  CHECK(min_blocks(conv, Tile{128, 64, 512, 3, 8, 1}, 1) == 2);
+  CHECK(min_blocks(conv, Tile{128, 64, 256, 4, 8, 1}, 1) == 2);
+  {
+    KernelSpec pm1_x = conv;
+    pm1_x.x.enc = apnn::Encoding::Pm1;
+    CHECK(min_blocks(pm1_x, three, 1) == 2);
+    KernelSpec w1a1 = conv;
+    w1a1.x.bits = 1;
+    CHECK(min_blocks(w1a1, three, 1) == 2);
+  }
   {
     KernelSpec k = conv;
     k.tile = three;
