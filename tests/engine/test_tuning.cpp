@@ -378,8 +378,9 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   CHECK(blocks_of(conv_s2, s2) == 3);
   CHECK(untuned_tile(conv_s2, conv_problem(conv_s2, {128, 128, 28, 28, 256}), h100) == Tile{128, 64, 512, 6, 8, 1});
   CHECK(tall.stages == 4);
-  // w2a2's 7x7 C=O=512 tile keeps its 1024-bit steps: 512-bit ones would hold fewer bits in
-  // flight (4 x 512 with two blocks against 4 x 1024 with one: 26.85 against 24.63 us).
+  // w2a2's 7x7 C=O=512 tile keeps its 1024-bit steps: the deepest 512-bit tile that keeps
+  // its one block (6 x 512) holds fewer bits in flight than 4 x 1024 (a rule without that
+  // test ran 4 x 512 with two blocks there: 26.85 against 24.63 us).
   const Tile seven2 = untuned_tile(w2a2, conv_problem(w2a2, {128, 512, 7, 7, 512}), h100);
   CHECK(seven2.bk == 1024);
   CHECK(seven2.stages == 4);
