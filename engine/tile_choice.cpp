@@ -103,19 +103,22 @@ Tile deep_conv_tile(const KernelSpec& s, const Problem& p, const Target& t, cons
   Tile c = base;
   c.bk = std::min(c.bk, 512);
   std::optional<Tile> deep, three;
+  int deep_blocks = 0;
   for (int stages = 3; stages <= 6; ++stages) {
     Tile d = c;
     d.stages = stages;
     if (!fits(s, d, t) || !on_wgmma(s, d, t)) break;
     const int blocks = conv_blocks(s, d, t);
     if (blocks >= 3) three = d;
-    if (blocks >= keep) deep = d;
+    if (blocks >= keep) {
+      deep = d;
+      deep_blocks = blocks;
+    }
   }
   const int64_t tiles = tile_count(p, c.bm, c.bn);
   // Every stage count that fits three blocks keeps `keep` (at most two) as well, so `deep`
   // is set wherever `three` is.
-  if (three && wave_fill(tiles, int64_t{3} * t.sm_count) >
-                   wave_fill(tiles, int64_t{conv_blocks(s, *deep, t)} * t.sm_count) + 0.05)
+  if (three && wave_fill(tiles, int64_t{3} * t.sm_count) > wave_fill(tiles, int64_t{deep_blocks} * t.sm_count) + 0.05)
     return *three;
   if (deep && deep->stages * deep->bk >= base.stages * base.bk) return *deep;
   return base;
@@ -289,8 +292,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         Tile c = tall(bn);
         c.stages = 4;
         const int64_t slots = int64_t{t.sm_count} * (shared_sm && fits(s, c, t) ? std::min(conv_blocks(s, c, t), 2) : 1);
-        const int64_t waves = (tiles + slots - 1) / slots;
-        return tiles < t.sm_count ? 0.0 : static_cast<double>(tiles) / static_cast<double>(waves * slots);
+        return tiles < t.sm_count ? 0.0 : wave_fill(tiles, slots);
       };
       auto fills_better = [&](int bn) {  // bn/2 fills the waves better than bn
         for (bool shared_sm : {false, true})

@@ -44,13 +44,14 @@ struct Job {
   double wall_ms = 0;
 };
 
-// Runs the jobs on a few threads (NVRTC programs are independent).
-void run_jobs(std::vector<Job>& jobs, int threads) {
+// Runs the jobs on a few threads (NVRTC programs are independent). The source is generated
+// for no arch (the arch-neutral cores) unless `arch_source`: then for the job's arch.
+void run_jobs(std::vector<Job>& jobs, int threads, bool arch_source = false) {
   parallel_for(jobs.size(), static_cast<unsigned>(threads), [&](size_t i) {
     Job& j = jobs[i];
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      j.out = apnn::compile_cubin(apnn::generate(j.spec), j.arch);
+      j.out = apnn::compile_cubin(apnn::generate(j.spec, arch_source ? j.arch : ""), j.arch);
     } catch (const std::exception& e) {
       j.error = e.what();
     }
@@ -313,13 +314,7 @@ TEST_CASE("compiler: every conv tile of three blocks per SM compiles without spi
     }
   REQUIRE(jobs.size() >= 2);  // at least 128x64/512 with 4 stages, both strides
   setenv("APNN_PTXAS_INFO", "1", 1);
-  parallel_for(jobs.size(), 4u, [&](size_t i) {  // the sm_90a source (run_jobs generates the arch-neutral one)
-    try {
-      jobs[i].out = apnn::compile_cubin(apnn::generate(jobs[i].spec, "sm_90a"), "sm_90a");
-    } catch (const std::exception& e) {
-      jobs[i].error = e.what();
-    }
-  });
+  run_jobs(jobs, 4, /*arch_source=*/true);
   unsetenv("APNN_PTXAS_INFO");
   const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
   for (const Job& j : jobs) {
