@@ -1,0 +1,196 @@
+// Shared by the batch-128 conv probes (conv_im2col_probe.cu, conv_halo_probe.cu): their one
+// layer (w1 pm1 weights x a2 unsigned activations, C = 256, 3x3, pad 1, NCHW int32 output),
+// its random inputs in the library's layouts (include/apnn/conv_layout.h), the check against a
+// CPU conv, and the timing rule of `apnn bench` (CUDA events around back-to-back launches with
+// programmatic dependent launch, median of repeats, rotating input/output sets).
+#pragma once
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "templates/apnn_types.cuh"
+
+#define CHECK(x)                                                                              \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+namespace probe {
+
+using apnn::i32;
+using apnn::u32;
+using apnn::u64;
+
+constexpr int kC = 256, kCW = kC / 32, kPixBytes = kC / 8, kPos = 9;
+
+struct Shape {
+  int N, H, W, O, S, Ho, Wo, P;
+  int skip;  // timing only (conv_im2col_probe.cu): parts of the kernel left out
+};
+
+inline Shape make_shape(int N, int H, int O, int S) {
+  Shape s{};
+  s.N = N, s.H = s.W = H, s.O = O, s.S = S;
+  s.Ho = s.Wo = (H + 2 - 3) / S + 1;
+  s.P = N * s.Ho * s.Wo;
+  return s;
+}
+
+// Device copies of the inputs: `sets` activation sets (each with its window sums and an
+// output buffer) and one weight tensor.
+struct Data {
+  Shape s;
+  std::vector<unsigned char> xval0;  // set 0's values [n][h][w][c], for the check
+  std::vector<signed char> wval;     // [o][kh][kw][c], +-1
+  void* w = nullptr;                 // planes [o][kh][kw][8 words] (one plane: w1)
+  std::vector<void*> x, xsum, y;     // per set: planes [n][t][h][w][8 words], window sums [n][ho][wo], output
+  size_t ybytes = 0;
+
+  Data(const Shape& shape, int sets) : s(shape) {
+    std::mt19937 rng(1);
+    const size_t pixels = static_cast<size_t>(s.N) * s.H * s.W;
+    ybytes = static_cast<size_t>(s.N) * s.O * s.Ho * s.Wo * 4;
+    for (int k = 0; k < sets; ++k) {
+      std::vector<unsigned char> xv(pixels * kC);
+      for (auto& v : xv) v = rng() & 3;
+      std::vector<u32> xp(pixels * 2 * kCW, 0);
+      for (int n = 0; n < s.N; ++n)
+        for (int t = 0; t < 2; ++t)
+          for (int hw = 0; hw < s.H * s.W; ++hw)
+            for (int c = 0; c < kC; ++c)
+              if ((xv[(static_cast<size_t>(n) * s.H * s.W + hw) * kC + c] >> t) & 1)
+                xp[((static_cast<size_t>(n) * 2 + t) * s.H * s.W + hw) * kCW + c / 32] |= 1u << (c % 32);
+      std::vector<i32> sum(static_cast<size_t>(s.P), 0);
+      for (int n = 0; n < s.N; ++n)
+        for (int ho = 0; ho < s.Ho; ++ho)
+          for (int wo = 0; wo < s.Wo; ++wo) {
+            i32 acc = 0;
+            for (int kh = 0; kh < 3; ++kh)
+              for (int kw = 0; kw < 3; ++kw) {
+                const int h = ho * s.S - 1 + kh, w = wo * s.S - 1 + kw;
+                if (h < 0 || h >= s.H || w < 0 || w >= s.W) continue;
+                for (int c = 0; c < kC; ++c) acc += xv[((static_cast<size_t>(n) * s.H + h) * s.W + w) * kC + c];
+              }
+            sum[(static_cast<size_t>(n) * s.Ho + ho) * s.Wo + wo] = acc;
+          }
+      x.push_back(upload(xp.data(), xp.size() * 4));
+      xsum.push_back(upload(sum.data(), sum.size() * 4));
+      void* out;
+      CHECK(cudaMalloc(&out, ybytes));
+      CHECK(cudaMemset(out, 0x7f, ybytes));
+      y.push_back(out);
+      if (k == 0) xval0 = std::move(xv);
+    }
+    wval.resize(static_cast<size_t>(s.O) * kPos * kC);
+    std::vector<u32> wp(static_cast<size_t>(s.O) * kPos * kCW, 0);
+    for (size_t i = 0; i < wval.size(); ++i) {
+      const bool b = rng() & 1;
+      wval[i] = b ? 1 : -1;
+      if (b) wp[i / 32] |= 1u << (i % 32);
+    }
+    w = upload(wp.data(), wp.size() * 4);
+  }
+  ~Data() {
+    for (size_t k = 0; k < x.size(); ++k) {
+      cudaFree(x[k]);
+      cudaFree(xsum[k]);
+      cudaFree(y[k]);
+    }
+    cudaFree(w);
+  }
+  int sets() const { return static_cast<int>(x.size()); }
+
+  static void* upload(const void* src, size_t bytes) {
+    void* d;
+    CHECK(cudaMalloc(&d, bytes));
+    CHECK(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice));
+    return d;
+  }
+
+  // Set 0's output against a CPU conv: images 0 and N-1 whole and 20000 random outputs.
+  // Prints up to 5 mismatches; returns (checked, mismatching).
+  std::pair<long long, long long> check() const {
+    std::vector<i32> yh(ybytes / 4);
+    CHECK(cudaMemcpy(yh.data(), y[0], ybytes, cudaMemcpyDeviceToHost));
+    long long checked = 0, bad = 0;
+    auto one = [&](int n, int o, int ho, int wo) {
+      i32 want = 0;
+      for (int kh = 0; kh < 3; ++kh)
+        for (int kw = 0; kw < 3; ++kw) {
+          const int h = ho * s.S - 1 + kh, w = wo * s.S - 1 + kw;
+          if (h < 0 || h >= s.H || w < 0 || w >= s.W) continue;
+          const unsigned char* xv = &xval0[((static_cast<size_t>(n) * s.H + h) * s.W + w) * kC];
+          const signed char* wv = &wval[(static_cast<size_t>(o) * kPos + kh * 3 + kw) * kC];
+          for (int c = 0; c < kC; ++c) want += wv[c] * xv[c];
+        }
+      const i32 got = yh[((static_cast<size_t>(n) * s.O + o) * s.Ho + ho) * s.Wo + wo];
+      if (got != want && bad++ < 5) std::printf("  mismatch n%d o%d (%d,%d): got %d want %d\n", n, o, ho, wo, got, want);
+      ++checked;
+    };
+    for (int n : {0, s.N - 1})
+      for (int o = 0; o < s.O; ++o)
+        for (int ho = 0; ho < s.Ho; ++ho)
+          for (int wo = 0; wo < s.Wo; ++wo) one(n, o, ho, wo);
+    std::mt19937 rng(7);
+    for (int k = 0; k < 20000; ++k) one(rng() % s.N, rng() % s.O, rng() % s.Ho, rng() % s.Wo);
+    return {checked, bad};
+  }
+};
+
+// A launch configuration with programmatic dependent launch, as the library's kernels run.
+struct Launch {
+  cudaLaunchAttribute attr{};
+  cudaLaunchConfig_t cfg{};
+  Launch(int grid, int threads, int smem) {
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+};
+
+// Median time of one launch (us): 20 back-to-back launches a repeat over the rotating sets,
+// after 40 warm-up launches, 15 repeats. launch(k) launches on set k.
+inline float median_us(int sets, const std::function<void(int)>& launch) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int k = 0; k < 40; ++k) launch(k % sets);
+  std::vector<float> reps;
+  constexpr int kLaunches = 20;
+  for (int rep = 0; rep < 15; ++rep) {
+    CHECK(cudaEventRecord(a));
+    for (int k = 0; k < kLaunches; ++k) launch(k % sets);
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float ms;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    reps.push_back(ms * 1000.f / kLaunches);
+  }
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  std::sort(reps.begin(), reps.end());
+  return reps[reps.size() / 2];
+}
+
+inline void check_encode(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "tensor map encode failed (%d): %s\n", static_cast<int>(r), what);
+    std::exit(1);
+  }
+}
+
+}  // namespace probe
