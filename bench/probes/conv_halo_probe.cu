@@ -7,12 +7,13 @@
 // column j are input pixel j + 16 kh + kw of the box: the same rows shifted, so every
 // position's B operand is a descriptor into the one box. With the non-swizzled K-major
 // layout (8-row core matrices of 16-byte rows) a descriptor can start at any row: each
-// plane's box is loaded as two boxes of 16 bytes of channels (K halves, LBO apart).
-// Output columns 14 and 15 of each row are computed and dropped (16/14 of the MMAs).
+// plane's box is loaded as boxes of 16 bytes of channels (K chunks, LBO apart; two make a
+// k256 slice).
+// Output columns Wo.. of each grid row are computed and dropped (16/14 of the MMAs at 14x14).
 //
-// The layer (conv_probe_harness.h): batch 128, 14x14x256 -> O channels, 3x3 pad 1, w1 pm1 x
-// a2 unsigned, NCHW int32 output. Stride 1: a tile is 7 rows (half an image) x 16 = 112
-// columns; stride 2: the whole 7x7 output x 8 = 56 columns (a wgmma of 64).
+// The layer (conv_probe_harness.h): batch 128, 3x3 pad 1, w1 pm1 x a2 unsigned, NCHW int32
+// output. 14x14x256, stride 1: a tile is 7 rows (half an image) x 16 = 112 columns; stride
+// 2: the whole 7x7 output x 8 = 56 columns (a wgmma of 64); 7x7x512: 7 rows x 9 (64).
 // Block: 2 consumer warpgroups (rows 0-63, 64-127 of a 128-row M tile), a producer
 // warpgroup that gives its registers to them; persistent; the M tile's W (9 positions x 2
 // halves x 128 rows x 16 bytes) stays in shared memory; a stage is one tile's input box.
@@ -20,24 +21,21 @@
 // 136 words: conflict-free 8-byte writes), then each thread walks one column's rows,
 // subtracting its window sum: a warp store is 28 consecutive output pixels.
 //
-// What it measured (session 25, bench/NOTES.md): n128-14x14x256 3x3/1 15.3 us with skewed
-// warpgroups (16.5 without), against 28 us for the shipped kernel; 14x14x256-o512 3x3/2
-// 11.4-11.9 us against 13.7.
+// What it measured (session 25, bench/NOTES.md; cuDNN fp16 from `apnn bench` in the same
+// call): n128-14x14x256 3x3/1 15.22 us with skewed warpgroups (16.4 without) against 28.0
+// shipped and 49.40 cuDNN (3.25x); 14x14x256-o512 3x3/2 11.22 against 13.5 and 29.57;
+// 7x7x512 (C = 512, a 7 x 9 grid) 14.33 against 16.8 and 50.22.
 //
 // Build (here) and run (sm_90a):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I../.. conv_halo_probe.cu -lcuda -o conv_halo_probe
-//   ./conv_halo_probe O stride   (O a multiple of 128, stride 1 or 2)
+//   ./conv_halo_probe O stride [C H]   (256 1, 512 2, 512 1 512 7)
 #include "bench/probes/conv_probe_harness.h"
-#include "templates/ptx_sm90a.cuh"
-#include "templates/ptx_tma.cuh"
 
 using namespace probe;
 
 constexpr int kBM = 128;
 constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
-constexpr int kHalfW = kBM * 16;       // W: one K half of one position, 128 rows x 16 bytes
-constexpr int kPosW = 2 * kHalfW;      // W: one position
-constexpr int kWBytes = kPos * kPosW;  // 36 KB
+constexpr int kHalfW = kBM * 16;  // W: one 16-byte K chunk (128 channels) of one position, 128 rows
 
 // S: the stride. R output rows a tile, computed over PW padded columns (PW > Wo).
 // Stride 2: the input splits into 4 phase grids (rows 2i-1 / 2i x columns 2k-1 / 2k, boxes
@@ -46,17 +44,24 @@ constexpr int kWBytes = kPos * kPosW;  // 36 KB
 // uniform shift of one box.
 // SKEW: warpgroup 1 starts its first tile once warpgroup 0's first wgmmas are done, so that
 // one warpgroup's epilogue runs beside the other's wgmmas (the stages give it the slack).
-template <int S, int R, int PW, int STAGES, bool SKEW = false>
+// HALVES: 16-byte K chunks of a pixel (C / 128); two make a k256 wgmma slice.
+template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW = false>
 struct Halo {
+  static_assert(HALVES % 2 == 0, "whole k256 slices: C a multiple of 256");
+  static constexpr int kPosW = HALVES * kHalfW;  // W: one position
+  static constexpr int kWBytes = kPos * kPosW;   // resident: 36 KB at C = 256
   // kBN: the wgmma's N, the grid's R*PW columns rounded up to a multiple of 16 (b1 wgmma
   // shapes above 8 are multiples of 16); the extra columns are computed and dropped.
   static constexpr int kRows = R, kPadW = PW, kGrid = R * PW, kBN = (kGrid + 15) / 16 * 16;
   static constexpr int kBoxRows = S == 1 ? R + 2 : R + 1, kBoxPix = kBoxRows * PW;
   static constexpr int kPhases = S == 1 ? 1 : 4;
-  static constexpr int kHalfX = kBoxPix * 16;  // X: one K half of one phase box
-  static constexpr int kPhaseX = 2 * kHalfX;
+  // X: one 16-byte K chunk of one phase box, its shared-memory slot rounded up to the 128
+  // bytes a bulk copy's destination must be aligned to (7x7 inputs: 81 pixels, 1296 bytes).
+  static constexpr int kBoxBytes = kBoxPix * 16, kHalfX = (kBoxBytes + 127) / 128 * 128;
+  static constexpr int kPhaseX = HALVES * kHalfX;
   static constexpr int kPlaneX = kPhases * kPhaseX;
   static constexpr int kStageBytes = 2 * kPlaneX;
+  static constexpr int kStageTx = 2 * kPhases * HALVES * kBoxBytes;  // the bytes its copies bring
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;
   static_assert(kStgPitch >= kBN && kStgPitch % 32 == 8, "staging pitch: 8-byte writes of 8 rows in two wavefronts");
@@ -65,22 +70,11 @@ struct Halo {
 
   static __device__ void run(const CUtensorMap* wmap, const CUtensorMap* xmap, const i32* __restrict__ xsum,
                              i32* __restrict__ y, Shape s) {
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const u32 raw = static_cast<u32>(__cvta_generic_to_shared(smem_raw));
-    const u32 wbase = raw + ((1024u - (raw & 1023u)) & 1023u);
+    const u32 wbase = aligned_smem_base();
     const u32 sbase = wbase + kWBytes, stg0 = sbase + STAGES * kStageBytes;
     const u32 full0 = stg0 + 2 * kStgBytes, empty0 = full0 + STAGES * 8, wfull = empty0 + STAGES * 8;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (threadIdx.x == 0) {
-      for (int i = 0; i < STAGES; ++i) {
-        apnn::ptx::mbar_init(full0 + 8 * i, 1);
-        apnn::ptx::mbar_init(empty0 + 8 * i, kConsumerWarps);
-      }
-      apnn::ptx::mbar_init(wfull, 1);
-      apnn::ptx::fence_mbar_init();
-    }
-    __syncthreads();
-    apnn::ptx::grid_dependency_wait();
+    init_pipeline(full0, empty0, wfull, STAGES, kConsumerWarps);
     const int tiles_m = s.O / kBM, m0 = (static_cast<int>(blockIdx.x) % tiles_m) * kBM;
     const int first = static_cast<int>(blockIdx.x) / tiles_m, step = static_cast<int>(gridDim.x) / tiles_m;
     const int tiles = s.N * (s.Ho / kRows);  // (image, row block)
@@ -92,17 +86,17 @@ struct Halo {
         const u64 keep = apnn::ptx::policy_evict_last();
         apnn::ptx::mbar_arrive_expect_tx(wfull, kWBytes);
         for (int pos = 0; pos < kPos; ++pos)
-          for (int h = 0; h < 2; ++h)
+          for (int h = 0; h < HALVES; ++h)
             apnn::ptx::tma_load_3d(wbase + pos * kPosW + h * kHalfW, wm, 16 * h, pos, m0, wfull, keep);
         int i = 0;
         for (int t = first; t < tiles; t += step, ++i) {
           const int slot = i % STAGES, n = t / (s.Ho / kRows), ho0 = (t % (s.Ho / kRows)) * kRows;
           apnn::ptx::mbar_wait(empty0 + 8 * slot, ((i / STAGES) & 1) ^ 1);
           const u32 full = full0 + 8 * slot, st = sbase + slot * kStageBytes;
-          apnn::ptx::mbar_arrive_expect_tx(full, kStageBytes);
+          apnn::ptx::mbar_arrive_expect_tx(full, kStageTx);
           for (int p = 0; p < 2; ++p)
             for (int ph = 0; ph < kPhases; ++ph)
-              for (int h = 0; h < 2; ++h) {
+              for (int h = 0; h < HALVES; ++h) {
                 // Stride 1: rows ho0-1.., columns -1... Stride 2, phase (ra, cb): rows 2 ho0 - 1 + ra..,
                 // columns -1 + cb.., every other one (the map's element strides).
                 const int ra = ph / 2, cb = ph % 2;
@@ -163,8 +157,12 @@ struct Halo {
         const int dr = S == 1 ? kh : kh == 2, dc = S == 1 ? kw : kw == 2;
         const u32 shift = static_cast<u32>((phase * kPhaseX + (dr * kPadW + dc) * 16) >> 4);
 #pragma unroll
-        for (int p = 0; p < 2; ++p)
-          apnn::ptx::WgmmaB1<kBN>::mma(acc[p], a, b_slot + static_cast<u32>(p * kPlaneX >> 4) + shift, da.hi, pos > 0);
+        for (int k = 0; k < HALVES / 2; ++k)
+#pragma unroll
+          for (int p = 0; p < 2; ++p)
+            apnn::ptx::WgmmaB1<kBN>::mma(acc[p], a + static_cast<u32>(2 * k * kHalfW >> 4),
+                                         b_slot + static_cast<u32>((p * kPlaneX + 2 * k * kHalfX) >> 4) + shift, da.hi,
+                                         pos > 0 || k > 0);
       }
       apnn::ptx::wgmma_commit();
       fence(acc);
@@ -210,22 +208,24 @@ struct Halo {
   }
 };
 
-template <int S, int R, int PW, int STAGES, bool SKEW>
+template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW>
 __global__ void __launch_bounds__(kThreads, 1)
     conv_halo(const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap xmap,
               const i32* __restrict__ xsum, i32* __restrict__ y, Shape s) {
-  Halo<S, R, PW, STAGES, SKEW>::run(&wmap, &xmap, xsum, y, s);
+  Halo<S, R, PW, HALVES, STAGES, SKEW>::run(&wmap, &xmap, xsum, y, s);
 }
 
-template <int S, int R, int PW, int STAGES, bool SKEW = false>
+template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW = false>
 static void run(const Data& d) {
   const Shape& s = d.s;
-  using K = Halo<S, R, PW, STAGES, SKEW>;
-  if (s.S != S || s.Ho % R != 0 || PW <= s.Wo) return;
+  using K = Halo<S, R, PW, HALVES, STAGES, SKEW>;
+  // The grid: whole tiles of R rows, and PW columns that hold the box's columns -1..Wo (stride 1).
+  if (s.S != S || s.C != 128 * HALVES || s.Ho % R != 0 || PW < s.Wo + (S == 1 ? 2 : 1)) return;
+  const cuuint64_t pix_bytes = s.C / 8;
   CUtensorMap wmap;
   {
-    const cuuint64_t dims[3] = {kPixBytes, kPos, static_cast<cuuint64_t>(s.O)};
-    const cuuint64_t strides[2] = {kPixBytes, kPixBytes * kPos};
+    const cuuint64_t dims[3] = {pix_bytes, kPos, static_cast<cuuint64_t>(s.O)};
+    const cuuint64_t strides[2] = {pix_bytes, pix_bytes * kPos};
     const cuuint32_t box[3] = {16, 1, kBM}, unit[3] = {1, 1, 1};
     check_encode(cuTensorMapEncodeTiled(&wmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, d.w, dims, strides, box, unit,
                                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
@@ -235,15 +235,15 @@ static void run(const Data& d) {
   std::vector<CUtensorMap> xmaps(d.sets());
   for (int k = 0; k < d.sets(); ++k) {
     // {32 bytes of a pixel, W, H, image and plane (n*2 + t)}; boxes of 16 bytes x 16 x (R+2) x 1.
-    const cuuint64_t dims[4] = {kPixBytes, (cuuint64_t)s.W, (cuuint64_t)s.H, (cuuint64_t)s.N * 2};
-    const cuuint64_t strides[3] = {kPixBytes, (cuuint64_t)s.W * kPixBytes, (cuuint64_t)s.H * s.W * kPixBytes};
+    const cuuint64_t dims[4] = {pix_bytes, (cuuint64_t)s.W, (cuuint64_t)s.H, (cuuint64_t)s.N * 2};
+    const cuuint64_t strides[3] = {pix_bytes, (cuuint64_t)s.W * pix_bytes, (cuuint64_t)s.H * s.W * pix_bytes};
     const cuuint32_t box[4] = {16, PW * S, K::kBoxRows * S, 1}, step[4] = {1, S, S, 1};
     check_encode(cuTensorMapEncodeTiled(&xmaps[k], CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, d.x[k], dims, strides, box, step,
                                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
                                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                  "X");
   }
-  auto kern = conv_halo<S, R, PW, STAGES, SKEW>;
+  auto kern = conv_halo<S, R, PW, HALVES, STAGES, SKEW>;
   CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, K::kSmem));
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -258,23 +258,24 @@ static void run(const Data& d) {
   const auto [checked, bad] = d.check();
   const float us = median_us(d.sets(), launch);
   std::printf("n%d-%dx%dx%d-o%d 3x3/%d halo tiles (%d rows x %d, %d stages%s, grid %d, %d tiles): %s %lld/%lld checked, kernel %.2f us\n",
-              s.N, s.H, s.W, kC, s.O, S, R, PW, STAGES, SKEW ? ", skewed warpgroups" : "", grid, tiles, bad ? "MISMATCH" : "exact", checked - bad, checked, us);
+              s.N, s.H, s.W, s.C, s.O, S, R, PW, STAGES, SKEW ? ", skewed warpgroups" : "", grid, tiles, bad ? "MISMATCH" : "exact", checked - bad, checked, us);
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3 || std::atoi(argv[1]) % kBM != 0 || (std::atoi(argv[2]) != 1 && std::atoi(argv[2]) != 2)) {
-    std::fprintf(stderr, "usage: %s O stride   (O a multiple of 128, stride 1 or 2; input 14x14)\n", argv[0]);
-    return 2;
-  }
+  const Shape layer = layer_from_args(argc, argv);
   CHECK(cudaFree(nullptr));
-  const Data d(make_shape(128, 14, std::atoi(argv[1]), std::atoi(argv[2])), 8);
-  run<1, 7, 16, 2>(d);
-  run<1, 7, 16, 4>(d);
-  run<1, 7, 16, 4, true>(d);
-  run<1, 7, 16, 8, true>(d);
-  run<2, 7, 8, 2>(d);
-  run<2, 7, 8, 4>(d);
-  run<2, 7, 8, 4, true>(d);
-  run<2, 7, 8, 8, true>(d);
+  const Data d(layer, 8);
+  // Each runs where the layer fits it: 14x14 inputs at C = 256 (stride 1: half an image a
+  // tile; stride 2: the whole 7x7 output), 7x7 inputs at C = 512 (stride 1, a whole image).
+  run<1, 7, 16, 2, 2>(d);
+  run<1, 7, 16, 2, 4>(d);
+  run<1, 7, 16, 2, 4, true>(d);
+  run<1, 7, 16, 2, 8, true>(d);
+  run<2, 7, 8, 2, 2>(d);
+  run<2, 7, 8, 2, 4>(d);
+  run<2, 7, 8, 2, 4, true>(d);
+  run<1, 7, 9, 4, 2>(d);
+  run<1, 7, 9, 4, 4>(d);
+  run<1, 7, 9, 4, 4, true>(d);
   return 0;
 }

@@ -36,14 +36,12 @@
 //
 // Build (here) and run (sm_90a):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I../.. conv_im2col_probe.cu -lcuda -o conv_im2col_probe
-//   ./conv_im2col_probe O stride   (input 14x14; e.g. 256 1, 512 2); PROBE_ONLY=i runs configuration i alone
+//   ./conv_im2col_probe O stride   (C = 256, 14x14: 256 1, 512 2); PROBE_ONLY=i runs configuration i alone
 #include "bench/probes/conv_probe_harness.h"
-#include "templates/ptx_sm90a.cuh"
-#include "templates/ptx_tma.cuh"
 
 using namespace probe;
 
-constexpr int kBM = 128;
+constexpr int kBM = 128, kC = 256, kPixBytes = kC / 8;  // one 32-byte row of bits per pixel and plane
 constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);  // + a producer warpgroup
 
 __device__ __forceinline__ void im2col_load(u32 dst, const CUtensorMap* map, int w, int h, int n, unsigned short kw,
@@ -92,23 +90,11 @@ struct Probe {
   static __device__ void run(const CUtensorMap* wmap, const CUtensorMap* xmap, const CUtensorMap* ymap,
                              const i32* __restrict__ xsum,
                              i32* __restrict__ y, Shape s) {
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const u32 raw = static_cast<u32>(__cvta_generic_to_shared(smem_raw));
-    const u32 base = raw + ((1024u - (raw & 1023u)) & 1023u);
-    const u32 wbase = base, sbase = base + kWRegion;
+    const u32 wbase = aligned_smem_base(), sbase = wbase + kWRegion;
     const u32 stg0 = sbase + STAGES * kStageBytes;
     const u32 full0 = stg0 + 2 * kStgBytes, empty0 = full0 + STAGES * 8, wfull = empty0 + STAGES * 8;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (threadIdx.x == 0) {
-      for (int i = 0; i < STAGES; ++i) {
-        apnn::ptx::mbar_init(full0 + 8 * i, 1);
-        apnn::ptx::mbar_init(empty0 + 8 * i, kConsumerWarps);
-      }
-      apnn::ptx::mbar_init(wfull, 1);
-      apnn::ptx::fence_mbar_init();
-    }
-    __syncthreads();
-    apnn::ptx::grid_dependency_wait();
+    init_pipeline(full0, empty0, wfull, STAGES, kConsumerWarps);
     const Walk walk(s);
     if (warp >= kConsumerWarps) {
       apnn::ptx::setmaxnreg_dec<40>();
@@ -423,12 +409,13 @@ static void run(const Data& d, const char* what) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3 || std::atoi(argv[1]) % kBM != 0 || (std::atoi(argv[2]) != 1 && std::atoi(argv[2]) != 2)) {
-    std::fprintf(stderr, "usage: %s O stride   (O a multiple of 128, stride 1 or 2; input 14x14)\n", argv[0]);
+  const Shape layer = layer_from_args(argc, argv);
+  if (layer.C != kC || layer.H != 14) {
+    std::fprintf(stderr, "%s: this probe is for C = 256 on a 14x14 input\n", argv[0]);
     return 2;
   }
   CHECK(cudaFree(nullptr));
-  const Data d(make_shape(128, 14, std::atoi(argv[1]), std::atoi(argv[2])), 8);
+  const Data d(layer, 8);
   const char* only = std::getenv("PROBE_ONLY");
   const int pick = only ? std::atoi(only) : -1;
   if (pick < 0 || pick == 0) run<64, 6, false, 0>(d, "W per stage, stores from registers");

@@ -1,6 +1,6 @@
-// Shared by the batch-128 conv probes (conv_im2col_probe.cu, conv_halo_probe.cu): their one
-// layer (w1 pm1 weights x a2 unsigned activations, C = 256, 3x3, pad 1, NCHW int32 output),
-// its random inputs in the library's layouts (include/apnn/conv_layout.h), the check against a
+// Shared by the batch-128 conv probes (conv_im2col_probe.cu, conv_halo_probe.cu): their
+// layer (w1 pm1 weights x a2 unsigned activations, C a multiple of 128, 3x3, pad 1, NCHW
+// int32 output), its random inputs in the library's layouts (include/apnn/conv_layout.h), the check against a
 // CPU conv, and the timing rule of `apnn bench` (CUDA events around back-to-back launches with
 // programmatic dependent launch, median of repeats, rotating input/output sets).
 #pragma once
@@ -14,36 +14,41 @@
 #include <random>
 #include <vector>
 
+#include "bench/probes/probe_check.h"
 #include "templates/apnn_types.cuh"
-
-#define CHECK(x)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
+#include "templates/ptx_sm90a.cuh"
+#include "templates/ptx_tma.cuh"
 
 namespace probe {
 
 using apnn::i32;
-using apnn::u32;
-using apnn::u64;
 
-constexpr int kC = 256, kCW = kC / 32, kPixBytes = kC / 8, kPos = 9;
+constexpr int kPos = 9;  // 3x3
 
 struct Shape {
-  int N, H, W, O, S, Ho, Wo, P;
+  int N, C, H, W, O, S, Ho, Wo, P;  // C: a multiple of 128 (whole 16-byte chunks of a pixel's bits)
   int skip;  // timing only (conv_im2col_probe.cu): parts of the kernel left out
 };
 
-inline Shape make_shape(int N, int H, int O, int S) {
+inline Shape make_shape(int N, int C, int H, int O, int S) {
   Shape s{};
-  s.N = N, s.H = s.W = H, s.O = O, s.S = S;
+  s.N = N, s.C = C, s.H = s.W = H, s.O = O, s.S = S;
   s.Ho = s.Wo = (H + 2 - 3) / S + 1;
   s.P = N * s.Ho * s.Wo;
   return s;
+}
+
+// The probes' command line: O (a multiple of 128: whole M tiles), the stride, and optionally
+// C and H (default 256 and 14), at batch 128. Exits with 2 and the usage on anything else.
+inline Shape layer_from_args(int argc, char** argv) {
+  const bool ok_count = argc == 3 || argc == 5;
+  const int O = ok_count ? std::atoi(argv[1]) : 0, S = ok_count ? std::atoi(argv[2]) : 0;
+  const int C = argc == 5 ? std::atoi(argv[3]) : 256, H = argc == 5 ? std::atoi(argv[4]) : 14;
+  if (O <= 0 || O % 128 != 0 || (S != 1 && S != 2) || C <= 0 || C % 128 != 0 || H < 3) {
+    std::fprintf(stderr, "usage: %s O stride [C H]   (O, C multiples of 128, stride 1 or 2, H >= 3; batch 128)\n", argv[0]);
+    std::exit(2);
+  }
+  return make_shape(128, C, H, O, S);
 }
 
 // Device copies of the inputs: `sets` activation sets (each with its window sums and an
@@ -58,18 +63,19 @@ struct Data {
 
   Data(const Shape& shape, int sets) : s(shape) {
     std::mt19937 rng(1);
+    const int C = s.C, CW = s.C / 32;
     const size_t pixels = static_cast<size_t>(s.N) * s.H * s.W;
     ybytes = static_cast<size_t>(s.N) * s.O * s.Ho * s.Wo * 4;
     for (int k = 0; k < sets; ++k) {
-      std::vector<unsigned char> xv(pixels * kC);
+      std::vector<unsigned char> xv(pixels * C);
       for (auto& v : xv) v = rng() & 3;
-      std::vector<u32> xp(pixels * 2 * kCW, 0);
+      std::vector<u32> xp(pixels * 2 * CW, 0);
       for (int n = 0; n < s.N; ++n)
         for (int t = 0; t < 2; ++t)
           for (int hw = 0; hw < s.H * s.W; ++hw)
-            for (int c = 0; c < kC; ++c)
-              if ((xv[(static_cast<size_t>(n) * s.H * s.W + hw) * kC + c] >> t) & 1)
-                xp[((static_cast<size_t>(n) * 2 + t) * s.H * s.W + hw) * kCW + c / 32] |= 1u << (c % 32);
+            for (int c = 0; c < C; ++c)
+              if ((xv[(static_cast<size_t>(n) * s.H * s.W + hw) * C + c] >> t) & 1)
+                xp[((static_cast<size_t>(n) * 2 + t) * s.H * s.W + hw) * CW + c / 32] |= 1u << (c % 32);
       std::vector<i32> sum(static_cast<size_t>(s.P), 0);
       for (int n = 0; n < s.N; ++n)
         for (int ho = 0; ho < s.Ho; ++ho)
@@ -79,7 +85,7 @@ struct Data {
               for (int kw = 0; kw < 3; ++kw) {
                 const int h = ho * s.S - 1 + kh, w = wo * s.S - 1 + kw;
                 if (h < 0 || h >= s.H || w < 0 || w >= s.W) continue;
-                for (int c = 0; c < kC; ++c) acc += xv[((static_cast<size_t>(n) * s.H + h) * s.W + w) * kC + c];
+                for (int c = 0; c < C; ++c) acc += xv[((static_cast<size_t>(n) * s.H + h) * s.W + w) * C + c];
               }
             sum[(static_cast<size_t>(n) * s.Ho + ho) * s.Wo + wo] = acc;
           }
@@ -91,8 +97,8 @@ struct Data {
       y.push_back(out);
       if (k == 0) xval0 = std::move(xv);
     }
-    wval.resize(static_cast<size_t>(s.O) * kPos * kC);
-    std::vector<u32> wp(static_cast<size_t>(s.O) * kPos * kCW, 0);
+    wval.resize(static_cast<size_t>(s.O) * kPos * C);
+    std::vector<u32> wp(static_cast<size_t>(s.O) * kPos * CW, 0);
     for (size_t i = 0; i < wval.size(); ++i) {
       const bool b = rng() & 1;
       wval[i] = b ? 1 : -1;
@@ -120,6 +126,7 @@ struct Data {
   // Set 0's output against a CPU conv: images 0 and N-1 whole and 20000 random outputs.
   // Prints up to 5 mismatches; returns (checked, mismatching).
   std::pair<long long, long long> check() const {
+    const int C = s.C;
     std::vector<i32> yh(ybytes / 4);
     CHECK(cudaMemcpy(yh.data(), y[0], ybytes, cudaMemcpyDeviceToHost));
     long long checked = 0, bad = 0;
@@ -129,9 +136,9 @@ struct Data {
         for (int kw = 0; kw < 3; ++kw) {
           const int h = ho * s.S - 1 + kh, w = wo * s.S - 1 + kw;
           if (h < 0 || h >= s.H || w < 0 || w >= s.W) continue;
-          const unsigned char* xv = &xval0[((static_cast<size_t>(n) * s.H + h) * s.W + w) * kC];
-          const signed char* wv = &wval[(static_cast<size_t>(o) * kPos + kh * 3 + kw) * kC];
-          for (int c = 0; c < kC; ++c) want += wv[c] * xv[c];
+          const unsigned char* xv = &xval0[((static_cast<size_t>(n) * s.H + h) * s.W + w) * C];
+          const signed char* wv = &wval[(static_cast<size_t>(o) * kPos + kh * 3 + kw) * C];
+          for (int c = 0; c < C; ++c) want += wv[c] * xv[c];
         }
       const i32 got = yh[((static_cast<size_t>(n) * s.O + o) * s.Ho + ho) * s.Wo + wo];
       if (got != want && bad++ < 5) std::printf("  mismatch n%d o%d (%d,%d): got %d want %d\n", n, o, ho, wo, got, want);
@@ -184,6 +191,29 @@ inline float median_us(int sets, const std::function<void(int)>& launch) {
   CHECK(cudaEventDestroy(b));
   std::sort(reps.begin(), reps.end());
   return reps[reps.size() / 2];
+}
+
+// The block's shared memory from its first 1024-byte boundary (the swizzled layouts' unit).
+__device__ __forceinline__ u32 aligned_smem_base() {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const u32 raw = static_cast<u32>(__cvta_generic_to_shared(smem_raw));
+  return raw + ((1024u - (raw & 1023u)) & 1023u);
+}
+
+// Thread 0 sets up the pipeline's barriers: per stage a full one (the producer's arrival and
+// the copies' bytes) and an empty one (an arrival per consumer warp), and the resident W's.
+// Then the block syncs and waits for the previous kernel (programmatic dependent launch).
+__device__ __forceinline__ void init_pipeline(u32 full0, u32 empty0, u32 wfull, int stages, int consumer_warps) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < stages; ++i) {
+      apnn::ptx::mbar_init(full0 + 8 * i, 1);
+      apnn::ptx::mbar_init(empty0 + 8 * i, consumer_warps);
+    }
+    apnn::ptx::mbar_init(wfull, 1);
+    apnn::ptx::fence_mbar_init();
+  }
+  __syncthreads();
+  apnn::ptx::grid_dependency_wait();
 }
 
 inline void check_encode(CUresult r, const char* what) {
