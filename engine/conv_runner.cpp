@@ -10,6 +10,7 @@
 #include "engine/fast_div.h"
 #include "engine/tile_choice.h"
 #include "generator/generate.h"
+#include "runtime/device.h"
 #include "runtime/driver_api.h"
 #include "spec/kernel_rules.h"
 
@@ -24,6 +25,29 @@ struct ConvKernelDivisors {
   FastDivArgs howo, wo, out_hw, wp, cw, tiles_m;
 };
 static_assert(sizeof(ConvKernelDivisors) == 48, "six FastDivs of two u32");
+// apnn::HaloGeometry of templates/conv_sm90a_halo.cuh has the same five ints.
+static_assert(sizeof(rules::HaloGeometry) == 20, "pw, rows, row_tiles, box_rows, slot_bytes");
+
+// The halo core's view of the packed planes (conv_layout.h) as byte tensors read in 16-byte
+// chunks of a pixel's channels (templates/conv_sm90a_halo.cuh). W: {C/8 bytes, Kh*Kw
+// positions, O, p}, boxes of one chunk x one position x 128 rows (rows past O read zeros).
+// X: {C/8 bytes, W, H, N*q planes}, boxes of one chunk x the grid's columns x the box's rows,
+// every `stride`-th pixel (element strides), from column -1 (padding reads zeros).
+CUtensorMap halo_map(const DeviceBuffer& planes, const cuuint64_t (&dims)[4], const cuuint32_t (&box)[4], int stride,
+                     const char* what) {
+  CUtensorMap map;
+  const cuuint64_t strides[3] = {dims[0], dims[0] * dims[1], dims[0] * dims[1] * dims[2]};
+  const cuuint32_t steps[4] = {1, static_cast<cuuint32_t>(stride), static_cast<cuuint32_t>(stride), 1};
+  driver::check(driver::api().TensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, reinterpret_cast<void*>(planes.ptr()),
+                                                   dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                   CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                "cuTensorMapEncodeTiled", [&] {
+                  return fmt::format("halo core {} {}x{}x{}x{} bytes, box {}x{}x{}x{}", what, dims[0], dims[1], dims[2],
+                                     dims[3], box[0], box[1], box[2], box[3]);
+                });
+  return map;
+}
 
 }  // namespace
 
@@ -140,6 +164,36 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   const EpilogueOp* pool = s.epilogue.pool();
   const int64_t col_tiles = pool ? blocks(od.pixels(), t.bn / (pool->size * pool->size)) : blocks(g.N * g.Ho() * g.Wo(), t.bn);
   if (s.epilogue.quantize()) out.sums.fill_u32_async(0);  // accumulated with atomics
+  if (t.halo) {
+    const DeviceInfo& dev = current_device();
+    if (std::string why = rules::halo_launch_error(s, g.C, g.Ho(), g.Wo(), dev.max_smem_optin); !why.empty())
+      throw Error(ErrorKind::InvalidInput, why);
+    const rules::HaloGeometry geo = rules::halo_geometry(g.sh, g.Ho(), g.Wo(), t.bn);
+    // A block keeps one M tile (its W stays in shared memory): the grid is a multiple of tiles_m.
+    if (tiles_m > dev.sm_count)
+      throw Error(ErrorKind::InvalidInput,
+                  fmt::format("shape: out-channels {} make {} tiles of 128 rows, more than the {} SMs the halo core's "
+                              "blocks (one M tile each) need",
+                              g.O, tiles_m, dev.sm_count));
+    const int64_t tiles = g.N * geo.row_tiles;
+    const uint64_t cw_bytes = static_cast<uint64_t>(cw) * 4;
+    const cuuint64_t wdims[4] = {cw_bytes, static_cast<cuuint64_t>(g.kh * g.kw), static_cast<cuuint64_t>(g.O),
+                                 static_cast<cuuint64_t>(s.w.bits)};
+    const cuuint32_t wbox[4] = {16, 1, 128, 1};
+    const cuuint64_t xdims[4] = {cw_bytes, static_cast<cuuint64_t>(g.W), static_cast<cuuint64_t>(g.H),
+                                 static_cast<cuuint64_t>(g.N * s.x.bits)};
+    const cuuint32_t xbox[4] = {16, static_cast<cuuint32_t>(geo.pw * g.sh), static_cast<cuuint32_t>(geo.box_rows * g.sh), 1};
+    CUtensorMap wmap = halo_map(w.planes, wdims, wbox, 1, "weights");
+    CUtensorMap xmap = halo_map(x.planes, xdims, xbox, g.sh, "activations");
+    rules::HaloGeometry kgeo = geo;
+    void* hargs[] = {&wmap, &xmap, &rowsum, &possum, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv, &kgeo};
+    d.block_x = rules::kHaloThreads;
+    d.smem_bytes = static_cast<unsigned>(rules::halo_shared_bytes(s, g.C, geo));
+    d.grid_x = static_cast<unsigned>(tiles_m * std::min<int64_t>(dev.sm_count / tiles_m, tiles));
+    d.early_start = true;  // the kernel waits for the previous one before touching memory
+    kernel_->module->launch(kConvKernel, d, hargs);
+    return;
+  }
   if (wgmma) {
     // Each block a contiguous share of the tiles, M tiles fastest: a persistent grid where
     // rules::conv_persistent says so, else one block per tile (templates/conv_sm90a.cuh).

@@ -113,7 +113,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, {conv_min_blocks})
   extern __shared__ __align__(16) apnn::u32 smem[];
   apnn::{conv_core}<Traits>(smem, wp, rowsum, possum, xp, pixsum, epi, o, n, c, h, w, ho, wo, cw, dv);
 }}
+)";
 
+constexpr const char* kConvPackEntries = R"(
 extern "C" __global__ void __launch_bounds__({pack_threads})
 {pack_w}(const short* __restrict__ src, int o, int c, int khw, int cw, apnn::u32* __restrict__ planes,
          apnn::i32* __restrict__ possum, apnn::i32* __restrict__ rowsum) {{
@@ -132,6 +134,19 @@ extern "C" __global__ void __launch_bounds__({pack_threads})
 }}
 )";
 
+// The halo core (templates/conv_sm90a_halo.cuh): the operands as tensor maps and the
+// launch's grid (conv_runner.cpp), then the same packing kernels as the other conv cores.
+constexpr const char* kConvHaloEntries = R"(
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+{conv}(const __grid_constant__ apnn::TmaMap wmap, const __grid_constant__ apnn::TmaMap xmap,
+       const apnn::i32* __restrict__ rowsum, const apnn::i32* __restrict__ possum, const apnn::i32* __restrict__ pixsum,
+       apnn::EpilogueArgs epi, int o, int n, int c, int h, int w, int ho, int wo, int cw, apnn::ConvDivisors dv,
+       apnn::HaloGeometry geo) {{
+  extern __shared__ __align__(16) apnn::u32 smem[];
+  apnn::conv_sm90a_halo<Traits>(smem, &wmap, &xmap, rowsum, possum, pixsum, epi, o, n, c, h, w, ho, wo, cw, dv, geo);
+}}
+)";
+
 }  // namespace
 
 GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
@@ -142,11 +157,14 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   const bool conv = spec.op == Op::Apconv;
   const bool wgmma = rules::use_wgmma(spec, arch);  // sm_90a: templates/apmm_sm90a.cuh, conv_sm90a.cuh
   const bool tma = t.cluster > 1;                    // templates/apmm_sm90a_tma.cuh
+  if (t.halo && arch != "sm_90a")
+    throw Error(ErrorKind::InvalidSpec,
+                fmt::format("tile.core \"halo\" needs the sm_90a wgmma core; target arch '{}'", arch));
   if (tma && !wgmma)
     throw Error(ErrorKind::InvalidSpec,
                 fmt::format("tile.cluster {} needs the sm_90a wgmma core; target arch '{}'{}", t.cluster, arch,
                             arch == "sm_90a" ? " has it disabled (APNN_DISABLE_WGMMA)" : ""));
-  const char* core = conv ? (wgmma ? "conv_sm90a.cuh" : "conv_sm80.cuh")
+  const char* core = conv ? (t.halo ? "conv_sm90a_halo.cuh" : (wgmma ? "conv_sm90a.cuh" : "conv_sm80.cuh"))
                           : (tma ? "apmm_sm90a_tma.cuh" : (wgmma ? "apmm_sm90a.cuh" : "apmm_sm80.cuh"));
   const ConvParams c = conv ? spec.conv : ConvParams{1, 1, 1, 1, 0, 0};
   const rules::ClusterShape cshape = rules::cluster_shape(t, spec.w, spec.x);
@@ -172,7 +190,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("staging_whole", output_staging == t.bm * t.bn * 4 ? "true" : "false"),
       fmt::arg("producer_warps", rules::tma_producer_warps(t, spec.w, spec.x)),
       fmt::arg("launch_smem", tma ? rules::core_shared_bytes(spec, true) : 0),
-      fmt::arg("threads_core", tma ? "GemmSm90aTma" : "GemmSm80"), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),
+      fmt::arg("threads_core", tma ? "GemmSm90aTma" : (t.halo ? "ConvSm90aHalo" : "GemmSm80")), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),
       fmt::arg("bm", t.bm), fmt::arg("bn", t.bn),
       fmt::arg("bk", t.bk), fmt::arg("wm", t.warps_m), fmt::arg("wn", t.warps_n), fmt::arg("stages", t.stages),
       fmt::arg("groups", groups.weight.size()), fmt::arg("offw", spec.w.offset()), fmt::arg("offx", spec.x.offset()),
@@ -191,7 +209,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   out.name = fmt::format("{}_w{}{}_x{}{}.cu", op_name(spec.op), spec.w.bits, encoding_name(spec.w.enc), spec.x.bits,
                          encoding_name(spec.x.enc));
   out.source = render(kTraitsSource) +
-               (conv ? render(kConvEntries)
+               (conv ? render(t.halo ? kConvHaloEntries : kConvEntries) + render(kConvPackEntries)
                      : render(tma ? kApmmTmaEntries : (wgmma ? kApmmWgmmaEntries : kApmmEntries)) + render(kApmmPackEntries));
   for (const auto& tpl : embedded::templates()) out.headers.emplace_back(std::string(tpl.name), std::string(tpl.content));
   if (conv)

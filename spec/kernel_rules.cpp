@@ -81,6 +81,7 @@ PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch)
   const PlaneGroups exact = plane_groups(spec.w, spec.x);
   if (!spec.tile || !use_wgmma(spec, arch)) return exact;
   const Tile& t = *spec.tile;
+  if (t.halo) return exact;  // its blocks are one an SM: nothing to gain from merged sets
   if (spec.op == Op::Apmm) {
     if (wgmma_x_stack(t, spec.w, spec.x, exact) > 1) return exact;
     const PlaneGroups pairs = pair_groups(spec.w, spec.x);
@@ -111,6 +112,7 @@ int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandForma
 }
 
 int block_threads(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  if (t.halo) return kHaloThreads;
   return 32 * (t.warps_m * t.warps_n + tma_producer_warps(t, w, x));
 }
 
@@ -152,6 +154,7 @@ static bool one_of(int v, std::initializer_list<int> allowed) {
 }
 
 std::string check_tile(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  if (t.halo) return halo_tile_error(t, w, x);
   if (!one_of(t.bm, {16, 32, 64, 128, 256})) return fmt::format("tile.bm must be one of 16, 32, 64, 128, 256, got {}", t.bm);
   if (!one_of(t.bn, {8, 16, 32, 64, 128, 256}) && !(t.cluster > 1 && one_of(t.bn, {96, 192})))
     return fmt::format("tile.bn must be one of 8, 16, 32, 64, 128, 256 (96 and 192 with a cluster: the TMA core), got {}",
@@ -237,6 +240,7 @@ std::string check_epilogue_tile(const Tile& t, const KernelSpec& spec) {
 }
 
 std::string check_kernel_tile(const Tile& t, const KernelSpec& spec) {
+  if (t.halo) return halo_kernel_error(t, spec);
   if (std::string why = check_tile(t, spec.w, spec.x); !why.empty()) return why;
   if (std::string why = tma_tile_error(t, spec); !why.empty()) return why;
   return check_epilogue_tile(t, spec);
@@ -311,6 +315,7 @@ bool quantize_sums_stored(const KernelSpec& spec, bool wgmma_core, int64_t M) {
 
 bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
   if (arch != "sm_90a" || !spec.tile) return false;
+  if (spec.tile->halo) return true;  // a wgmma core without an mma.sync form: APNN_DISABLE_WGMMA does not apply
   // The TMA core stores the plain int32 output only; the cp.async core runs every chain.
   if (spec.op == Op::Apmm && !spec.epilogue.empty() && spec.tile->cluster > 1) return false;
   const char* off = std::getenv("APNN_DISABLE_WGMMA");
@@ -343,6 +348,7 @@ bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x)
 
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core) {
   const Tile& t = *spec.tile;
+  if (t.halo) return static_cast<int>(halo_shared_bytes(spec, 0, HaloGeometry{}));  // without W and stages: they need C
   if (t.cluster > 1) return tma_shared_bytes(t, spec.w, spec.x);
   return wgmma_core ? wgmma_core_bytes(t, spec) : kernel_shared_bytes(t, spec);
 }
@@ -405,6 +411,74 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
   if (tma_shared_bytes(t, spec.w, spec.x) > kMaxSharedBytes)
     return fmt::format("{}: tile needs {} bytes of shared memory with alignment and barriers, limit {}", field,
                        tma_shared_bytes(t, spec.w, spec.x), kMaxSharedBytes);
+  return {};
+}
+
+std::string halo_tile_error(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  const char* core = "tile.core \"halo\"";
+  if (t.bm != 128) return fmt::format("{} needs bm 128 (two warpgroups of 64 rows), got {}", core, t.bm);
+  if (t.bn < 16 || t.bn > 128 || t.bn % 16 != 0)
+    return fmt::format("{} needs bn a multiple of 16 from 16 to 128 (a wgmma N, one readout thread a column), got {}", core,
+                       t.bn);
+  if (t.bk != 256) return fmt::format("{} needs bk 256 (one k256 slice a wgmma), got {}", core, t.bk);
+  if (t.stages < 2 || t.stages > 8) return fmt::format("tile.stages must be 2..8, got {}", t.stages);
+  if (t.warps_m != 8 || t.warps_n != 1)
+    return fmt::format("{} needs warps 8x1 (two consumer warpgroups), got {}x{}", core, t.warps_m, t.warps_n);
+  if (t.cluster != 1) return fmt::format("{} takes no cluster (tile.cluster 1), got {}", core, t.cluster);
+  const int groups = static_cast<int>(plane_groups(w, x).weight.size());
+  if (const int regs = accumulator_regs(t, groups); regs > kHaloMaxAccumulatorRegs)
+    return fmt::format("{} with bn {} needs {} accumulator registers per thread for w{}a{} ({} weight groups), limit {}: "
+                       "use a smaller bn",
+                       core, t.bn, regs, w.bits, x.bits, groups, kHaloMaxAccumulatorRegs);
+  return {};
+}
+
+std::string halo_kernel_error(const Tile& t, const KernelSpec& spec) {
+  if (std::string why = halo_tile_error(t, spec.w, spec.x); !why.empty()) return why;
+  const ConvParams& c = spec.conv;
+  if (spec.op != Op::Apconv) return "tile.core \"halo\" is for op apconv only";
+  if (c.kh != 3 || c.kw != 3 || c.ph != 1 || c.pw != 1 || c.sh != c.sw || (c.sh != 1 && c.sh != 2))
+    return fmt::format("tile.core \"halo\" needs kernel [3, 3], pad [1, 1] and stride [1, 1] or [2, 2], got kernel [{}, {}], "
+                       "pad [{}, {}], stride [{}, {}]",
+                       c.kh, c.kw, c.ph, c.pw, c.sh, c.sw);
+  if (!spec.epilogue.empty()) return "tile.core \"halo\" has the plain int32 output only: no epilogue chain";
+  return {};
+}
+
+HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn) {
+  HaloGeometry g;
+  g.pw = static_cast<int>(std::min<int64_t>(Wo + (stride == 1 ? 2 : 1), 1 << 20));
+  g.rows = static_cast<int>(std::min<int64_t>(Ho, bn / g.pw));
+  if (g.rows <= 0) return g;
+  g.row_tiles = static_cast<int>((Ho + g.rows - 1) / g.rows);
+  g.box_rows = stride == 1 ? g.rows + 2 : g.rows + 1;
+  g.slot_bytes = (g.box_rows * g.pw * 16 + 127) / 128 * 128;
+  return g;
+}
+
+int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo) {
+  const Tile& t = *spec.tile;
+  const int64_t chunks = C / 128, phases = spec.conv.sh == 1 ? 1 : 4;
+  const int64_t pitch = t.bn + (8 - t.bn % 32 + 32) % 32;  // conv_sm90a_halo.cuh's kStgPitch
+  return 1024 + spec.w.bits * 9 * chunks * 128 * 16 + t.stages * spec.x.bits * phases * chunks * geo.slot_bytes +
+         2 * 64 * pitch * 4 + (2 * t.stages + 1) * 8;
+}
+
+std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t Ho, int64_t Wo, int max_smem) {
+  const Tile& t = *spec.tile;
+  if (C % 256 != 0 || C > 768)
+    return fmt::format("shape: in-channels {} is not one of 256, 512, 768, which tile.core \"halo\" needs (whole k256 slices, "
+                       "W in shared memory)",
+                       C);
+  const HaloGeometry g = halo_geometry(spec.conv.sh, Ho, Wo, t.bn);
+  if (g.rows <= 0 || g.pw * spec.conv.sh > 256 || g.box_rows * spec.conv.sh > 256)
+    return fmt::format("shape: a {}-wide output needs grid rows of {} columns, which tile.core \"halo\" with bn {} cannot hold "
+                       "(a row at most bn columns, a box at most 256 per side)",
+                       Wo, g.pw, t.bn);
+  if (const int64_t smem = halo_shared_bytes(spec, C, g); smem > max_smem)
+    return fmt::format("shape: tile.core \"halo\" needs {} bytes of shared memory for {} in-channels ({} stages), limit {}: "
+                       "use fewer stages or the default core",
+                       smem, C, t.stages, max_smem);
   return {};
 }
 

@@ -188,6 +188,34 @@ int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat&
 // the field.
 std::string tma_tile_error(const Tile& t, const KernelSpec& spec);
 
+// --- The halo core of APConv (templates/conv_sm90a_halo.cuh), tiles with "core": "halo" ---
+// bm 128 (two consumer warpgroups, warps 8x1, and a producer warpgroup: 384 threads), bn the
+// wgmma's N (a multiple of 16 up to 128: the tile's grid of rows x pw columns fits it), bk
+// 256 (one k256 slice a wgmma), stages 2..8 (tiles in flight), cluster 1; 3x3 kernels, pad 1,
+// stride 1 or 2, the plain int32 output, sm_90a. C is 256, 512 or 768 (W's rows of all 9
+// positions stay in shared memory): checked at launch (halo_launch_error).
+inline constexpr int kHaloThreads = 384;
+inline constexpr int kHaloMaxAccumulatorRegs = 128;  // of the 232 a consumer takes (setmaxnreg)
+// Empty when tile t (halo) is legal for formats w, x; else why not, naming the field.
+std::string halo_tile_error(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+// The same with the spec's op, kernel, stride, pad and chain.
+std::string halo_kernel_error(const Tile& t, const KernelSpec& spec);
+// A launch's grid (templates/conv_sm90a_halo.cuh, HaloGeometry): pw columns a row (Wo + 2 at
+// stride 1, Wo + 1 at stride 2), rows = min(Ho, bn / pw) output rows a tile (0 where not
+// even one row fits bn), ceil(Ho / rows) tiles an image, the box's input rows, and its
+// shared memory rounded up to the 128 bytes bulk copies need.
+struct HaloGeometry {
+  int pw = 0, rows = 0, row_tiles = 0, box_rows = 0, slot_bytes = 0;
+};
+HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn);
+// Dynamic shared memory of a launch with C input channels: 1024 for alignment, W (p planes x
+// 9 positions x C/8 bytes x 128 rows), the stages (q planes x phases x C/128 boxes), the two
+// warpgroups' output staging, and the barriers.
+int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo);
+// Empty when the halo kernel of spec can run a conv of this size within max_smem; else why
+// not (C, the grid, shared memory), naming the size.
+std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t Ho, int64_t Wo, int max_smem);
+
 // A wgmma tile for a precision: 2 warpgroups along M (bm 128, 256 threads), the widest
 // per-warpgroup N the accumulator budget allows, the deepest K step and pipeline that fit.
 // Returns false if none fits.

@@ -38,8 +38,14 @@ Encoding get_encoding(const json& obj, const char* key, std::string_view origin)
 
 Tile parse_tile(const json& t, const OperandFormat& w, const OperandFormat& x, std::string_view origin) {
   if (!t.is_object()) fail(origin, fmt::format("field 'tile' must be an object {{\"bm\", \"bn\", \"bk\"}}, got {}", t.dump()));
-  reject_unknown(t, {"bm", "bn", "bk", "stages", "warps_m", "warps_n", "cluster"}, "tile.", origin);
+  reject_unknown(t, {"bm", "bn", "bk", "stages", "warps_m", "warps_n", "cluster", "core"}, "tile.", origin);
   Tile tile;
+  if (t.contains("core")) {
+    const json& c = t.at("core");
+    if (!c.is_string() || c.get<std::string>() != "halo")
+      fail(origin, fmt::format("field 'tile.core' must be \"halo\" (the APConv halo core), got {}", c.dump()));
+    tile.halo = true;
+  }
   tile.bm = get_int(t, "bm", "tile.bm", 1, 1 << 20, origin);
   tile.bn = get_int(t, "bn", "tile.bn", 1, 1 << 20, origin);
   tile.bk = get_int(t, "bk", "tile.bk", 1, 1 << 20, origin);
@@ -50,6 +56,9 @@ Tile parse_tile(const json& t, const OperandFormat& w, const OperandFormat& x, s
   if (has_wm) {
     tile.warps_m = get_int(t, "warps_m", "tile.warps_m", 1, 16, origin);
     tile.warps_n = get_int(t, "warps_n", "tile.warps_n", 1, 16, origin);
+  } else if (tile.halo) {
+    tile.warps_m = 8;  // the halo core's two consumer warpgroups
+    tile.warps_n = 1;
   } else if (tile.cluster > 1 && rules::choose_wgmma_warps(&tile, w, x)) {
     // The TMA core's warps are warpgroups: chosen by the wgmma rule, not choose_warps.
   } else {
@@ -177,6 +186,7 @@ nlohmann::json to_json(const KernelSpec& spec) {
 nlohmann::json tile_to_json(const Tile& t) {
   json j = {{"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"stages", t.stages}, {"warps_m", t.warps_m}, {"warps_n", t.warps_n}};
   if (t.cluster != 1) j["cluster"] = t.cluster;  // tiles without one keep their canonical form
+  if (t.halo) j["core"] = "halo";
   return j;
 }
 
@@ -189,17 +199,18 @@ Tile tile_from_json_unchecked(const nlohmann::json& t) {
   tile.warps_m = t.at("warps_m").get<int>();
   tile.warps_n = t.at("warps_n").get<int>();
   tile.cluster = t.value("cluster", 1);
+  tile.halo = t.value("core", std::string()) == "halo";
   return tile;
 }
 
 std::string canonical_json(const KernelSpec& spec) { return to_json(canonicalize(spec)).dump(); }
 
 std::string spec_id(const KernelSpec& s) {
-  const Tile t = s.tile.value_or(Tile{0, 0, 0, 0, 0, 0, 0});
+  const Tile t = s.tile.value_or(Tile{0, 0, 0, 0, 0, 0, 0, false});
   const ConvParams& c = s.conv;
-  return fmt::format("{}|{}{}|{}{}|{},{},{},{},{},{},{}|{},{},{},{},{},{}|{}", static_cast<int>(s.op), s.w.bits,
+  return fmt::format("{}|{}{}|{}{}|{},{},{},{},{},{},{}{}|{},{},{},{},{},{}|{}", static_cast<int>(s.op), s.w.bits,
                      static_cast<int>(s.w.enc), s.x.bits, static_cast<int>(s.x.enc), t.bm, t.bn, t.bk, t.stages, t.warps_m,
-                     t.warps_n, t.cluster, c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, epilogue_id(s.epilogue));
+                     t.warps_n, t.cluster, t.halo ? ",halo" : "", c.kh, c.kw, c.sh, c.sw, c.ph, c.pw, epilogue_id(s.epilogue));
 }
 
 }  // namespace apnn

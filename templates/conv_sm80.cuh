@@ -234,9 +234,14 @@ struct ConvProblem {
   static constexpr bool kColsum = T::kOffsetW != 0;
   template <class F>
   __device__ __forceinline__ ConvColumn visit_column(int tile, int c, F&& f) const {
-    ConvColumn e{0, 0, -1, -1};
     int n = 0, ho = 0, wo = 0;
-    if (!column_pixel(tile, c, n, ho, wo)) return e;
+    if (!column_pixel(tile, c, n, ho, wo)) return ConvColumn{0, 0, -1, -1};
+    return visit_pixel(n, ho, wo, f);
+  }
+  // The same for conv pixel (n, ho, wo) (conv_sm90a_halo.cuh maps its columns itself).
+  template <class F>
+  __device__ __forceinline__ ConvColumn visit_pixel(int n, int ho, int wo, F&& f) const {
+    ConvColumn e{0, 0, -1, -1};
     e.p = (n * Ho + ho) * Wo + wo;
     e.out = n * a_rows * (Ho * Wo) + ho * Wo + wo;
 #pragma unroll
@@ -315,7 +320,11 @@ struct ConvProblem {
   // entry was loaded again after every output store (session 11, the generated PTX).
   template <class Acc>
   __device__ __forceinline__ u32 corrected(const Acc& acc, int mi, int ni, int e, int o, const ConvColumn& col) const {
-    u32 v = Frag::combine(acc, mi, ni, e);
+    return Frag::combine(acc, mi, ni, e) + correction(o, col);
+  }
+  // The offset encodings' terms of channel o at the column of entry col (0 without offsets).
+  __device__ __forceinline__ u32 correction(int o, const ConvColumn& col) const {
+    u32 v = 0;
     if constexpr (T::kOffsetW != 0 || T::kOffsetX != 0) {
       if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(col.colsum);
       if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * valid_weight_sum(o, col.p, col.nvalid);

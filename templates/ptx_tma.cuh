@@ -87,6 +87,16 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TmaMap* map, int c0, 
       : "memory");
 }
 
+// A 4-D box of `map` at (c0, c1, c2, c3) into shared memory at dst, completing on mbarrier bar.
+__device__ __forceinline__ void tma_load_4d(u32 dst, const TmaMap* map, int c0, int c1, int c2, int c3, u32 bar,
+                                            u64 policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, "
+      "%3, %4, %5}], [%6], %7;\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar), "l"(policy)
+      : "memory");
+}
+
 // The same box into dst (and onto bar's complete_tx) of every block of the cluster in `mask`.
 __device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const TmaMap* map, int c0, int c1, int c2, u32 bar,
                                                       unsigned short mask, u64 policy) {
@@ -138,6 +148,10 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 // Named barrier `id` (1..15; 0 is __syncthreads) over `threads` threads, e.g. one warpgroup.
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// An arrival on named barrier `id` that does not wait (the waiting side calls named_barrier).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 }  // namespace apnn::ptx

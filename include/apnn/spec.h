@@ -18,19 +18,23 @@ enum class Op { Apmm, Apconv };
 // Block tile of the output (bm x bn), K step in bits (bk), pipeline depth and warp grid.
 // cluster 2, 4 or 8: the tile runs on the TMA-fed wgmma core (sm_90a APMM, bk 1024), where a
 // cluster of blocks computing neighbouring tiles shares operand tiles through multicast.
+// halo ("core": "halo"): an APConv tile on the halo core (sm_90a, templates/conv_sm90a_halo.cuh):
+// bn output columns of a grid of whole output rows, each tile's input loaded once.
 struct Tile {
   int bm = 64, bn = 64, bk = 512;
   int stages = 3;
   int warps_m = 2, warps_n = 4;
   int cluster = 1;
+  bool halo = false;
   bool operator==(const Tile& o) const {
     return bm == o.bm && bn == o.bn && bk == o.bk && stages == o.stages && warps_m == o.warps_m && warps_n == o.warps_n &&
-           cluster == o.cluster;
+           cluster == o.cluster && halo == o.halo;
   }
 };
 
-// The tile's JSON object (the spec's "tile" field; "cluster" only when it is not 1), and the
-// unchecked reverse for records this library wrote itself (the tuning database).
+// The tile's JSON object (the spec's "tile" field; "cluster" only when it is not 1, "core"
+// only for the halo core), and the unchecked reverse for records this library wrote itself
+// (the tuning database).
 nlohmann::json tile_to_json(const Tile& t);
 Tile tile_from_json_unchecked(const nlohmann::json& t);
 

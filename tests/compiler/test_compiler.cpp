@@ -59,6 +59,25 @@ void run_jobs(std::vector<Job>& jobs, int threads, bool arch_source = false) {
   });
 }
 
+// Compiles the jobs for their arch with ptxas's counts in the log (APNN_PTXAS_INFO) and
+// checks that each compiled and that no kernel of it spills.
+void compile_with_ptxas_info(std::vector<Job>& jobs) {
+  setenv("APNN_PTXAS_INFO", "1", 1);
+  run_jobs(jobs, 4, /*arch_source=*/true);
+  unsetenv("APNN_PTXAS_INFO");
+  const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  for (const Job& j : jobs) {
+    INFO(j.label);
+    REQUIRE(j.error.empty());
+    int kernels = 0;
+    for (std::sregex_iterator m(j.out.log.begin(), j.out.log.end(), spills), end; m != end; ++m, ++kernels) {
+      CHECK((*m)[1] == "0");
+      CHECK((*m)[2] == "0");
+    }
+    CHECK(kernels >= 1);  // ptxas reported on the module's kernels
+  }
+}
+
 template <class T>
 T read_le(const std::vector<char>& b, size_t off) {
   T v{};
@@ -313,22 +332,38 @@ TEST_CASE("compiler: every conv tile of three blocks per SM compiles without spi
       }
     }
   REQUIRE(jobs.size() >= 2);  // at least 128x64/512 with 4 stages, both strides
-  setenv("APNN_PTXAS_INFO", "1", 1);
-  run_jobs(jobs, 4, /*arch_source=*/true);
-  unsetenv("APNN_PTXAS_INFO");
-  const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  compile_with_ptxas_info(jobs);
   for (const Job& j : jobs) {
     INFO(j.label);
-    REQUIRE(j.error.empty());
     CHECK(apnn::generate(j.spec, "sm_90a").source.find("__launch_bounds__(kThreads, 3)") != std::string::npos);
-    int kernels = 0;
-    for (std::sregex_iterator m(j.out.log.begin(), j.out.log.end(), spills), end; m != end; ++m, ++kernels) {
-      CHECK((*m)[1] == "0");
-      CHECK((*m)[2] == "0");
-    }
-    CHECK(kernels >= 1);  // ptxas reported on the module's kernels
   }
   MESSAGE(jobs.size() << " three-block conv kernels, none spills");
+}
+
+TEST_CASE("compiler: the halo core compiles without spills or fenced wgmmas for its strides and precisions") {
+  // ptxas fenced the accumulators between wgmmas (C7519) while the k256 slices a position were
+  // a run-time count, and serializes wgmmas it cannot prove uniform (C7520).
+  std::vector<Job> jobs;
+  const struct { const char* w; const char* x; int stride, bn, stages; } cases[] = {
+      {R"("w_bits":1,"w_enc":"pm1")", R"("x_bits":2,"x_enc":"unsigned")", 1, 112, 4},
+      {R"("w_bits":1,"w_enc":"pm1")", R"("x_bits":2,"x_enc":"unsigned")", 2, 64, 2},
+      {R"("w_bits":2,"w_enc":"signed")", R"("x_bits":2,"x_enc":"unsigned")", 1, 64, 3},
+      {R"("w_bits":1,"w_enc":"unsigned")", R"("x_bits":4,"x_enc":"unsigned")", 2, 48, 2},
+      {R"("w_bits":1,"w_enc":"pm1")", R"("x_bits":2,"x_enc":"pm1")", 1, 16, 8}};
+  for (const auto& c : cases)
+    jobs.push_back({fmt::format("{} {} s{} bn{} st{}", c.w, c.x, c.stride, c.bn, c.stages),
+                    spec_of(fmt::format(R"({{"op":"apconv",{},{},"kernel":[3,3],"stride":[{},{}],"pad":[1,1],
+                                            "tile":{{"bm":128,"bn":{},"bk":256,"stages":{},"core":"halo"}}}})",
+                                        c.w, c.x, c.stride, c.stride, c.bn, c.stages)
+                                .c_str()),
+                    "sm_90a", {}, {}, 0});
+  compile_with_ptxas_info(jobs);
+  for (const Job& j : jobs) {
+    INFO(j.label);
+    CHECK(j.out.log.find("C7519") == std::string::npos);
+    CHECK(j.out.log.find("C7520") == std::string::npos);
+  }
+  MESSAGE(jobs.size() << " halo-core kernels, none spills");
 }
 
 TEST_CASE("compiler: APNN_TIMELINE puts the timeline's variables in a TMA-core cubin, and only then") {

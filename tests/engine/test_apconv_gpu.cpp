@@ -114,6 +114,43 @@ TEST_CASE("sm_90a wgmma conv: every K step width, 1-8 weight planes, O and K pas
   std::printf("apconv wgmma core, explicit tiles: %d cases exact (%d tiles with merged accumulator sets)\n", n, merged);
 }
 
+TEST_CASE("sm_90a halo core: strides 1 and 2, C 256-768, O and output rows past the tile, every correction") {
+  if (skipped_without_sm90a("halo core")) return;
+  TempCache cache;
+  Engine engine;
+  // O = 200, 130, 136 leave rows of the last M tile past the weights (zero-filled boxes);
+  // 13 output rows take a full and a part tile of 7 (and 5 rows in bn 16 a part of 2); 10x13
+  // is not square; C = 512 and 768 run 2 and 3 k256 slices a position; pm1 activations add the
+  // border's weight sums (conv_sm80.cuh's correction), unsigned weights none.
+  const struct { int p; Encoding we; int q; Encoding xe; int stride, bn, stages; std::vector<ConvShape> shapes; } cases[] = {
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 112, 4,
+       {{3, 256, 13, 13, 200}, {2, 256, 14, 14, 128}, {1, 512, 7, 7, 130}, {2, 256, 10, 13, 64}}},
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 2, 64, 2, {{5, 256, 15, 15, 136}, {2, 256, 14, 14, 256}, {1, 512, 11, 11, 128}}},
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 64, 2, {{2, 768, 9, 9, 130}}},
+      {2, Encoding::Signed, 2, Encoding::Unsigned, 1, 64, 3, {{4, 256, 7, 7, 128}, {2, 512, 7, 7, 136}}},
+      {1, Encoding::Unsigned, 4, Encoding::Unsigned, 2, 48, 2, {{2, 256, 9, 9, 64}}},
+      {1, Encoding::Pm1, 2, Encoding::Pm1, 1, 16, 8, {{1, 256, 5, 5, 128}, {2, 512, 3, 4, 16}}},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    KernelSpec s = conv_spec({c.p, c.we}, {c.q, c.xe}, {3, 3, c.stride, c.stride, 1, 1});
+    s.tile = Tile{128, c.bn, 256, c.stages, 8, 1, 1, true};
+    REQUIRE(rules::check_kernel_tile(*s.tile, s).empty());
+    for (const ConvShape& sh : c.shapes) expect_exact(engine, s, sh, static_cast<uint64_t>(++n));
+  }
+  // A size the halo core cannot run is an error naming it, not another core's result.
+  KernelSpec s = conv_spec({1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1});
+  s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
+  try {
+    (void)verify_apconv(engine, s, {1, 128, 14, 14, 128}, 1, 0);
+    FAIL("C = 128 ran on the halo core");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidInput);
+    CHECK(std::string(e.what()).find("in-channels 128") != std::string::npos);
+  }
+  std::printf("apconv halo core: %d cases exact\n", n);
+}
+
 TEST_CASE("sm_90a persistent conv: blocks take several tiles and change column tile inside their share") {
   if (skipped_without_sm90a("wgmma conv")) return;
   TempCache cache;

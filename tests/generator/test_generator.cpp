@@ -577,3 +577,28 @@ TEST_CASE("rules: every precision has a wgmma tile, within the register and shar
   REQUIRE(apnn::rules::wgmma_tile(&t, {2, Encoding::Signed}, {2, Encoding::Unsigned}));
   CHECK(t == Tile{128, 64, 1024, 4, 8, 1});
 }
+
+TEST_CASE("generator: a halo tile emits the halo core's entry on sm_90a and is refused elsewhere") {
+  KernelSpec s;
+  s.op = apnn::Op::Apconv;
+  s.conv = {3, 3, 1, 1, 1, 1};
+  s.w = {1, apnn::Encoding::Pm1};
+  s.x = {2, apnn::Encoding::Unsigned};
+  s.tile = apnn::Tile{128, 112, 256, 4, 8, 1, 1, true};
+  const GeneratedSource g = apnn::generate(s, "sm_90a");
+  CHECK(g.wgmma_core);
+  CHECK(g.source.find("#include \"conv_sm90a_halo.cuh\"") != std::string::npos);
+  CHECK(g.source.find("apnn::conv_sm90a_halo<Traits>") != std::string::npos);
+  CHECK(g.source.find("apnn::HaloGeometry geo") != std::string::npos);
+  CHECK(g.source.find("ConvSm90aHalo<Traits>::kThreads") != std::string::npos);
+  CHECK(g.kernels.size() == 4);  // the conv entry and the three packing kernels
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    try {
+      (void)apnn::generate(s, arch);
+      FAIL("a halo tile generated for ", arch);
+    } catch (const apnn::Error& e) {
+      CHECK(std::string(e.what()).find("tile.core \"halo\"") != std::string::npos);
+      CHECK(std::string(e.what()).find(arch) != std::string::npos);
+    }
+  }
+}

@@ -934,3 +934,122 @@ TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pi
   conv.op = apnn::Op::Apconv;
   CHECK_FALSE(apnn::rules::quantize_sums_stored(conv, true, 64));
 }
+
+TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a multiple of 16 up to 128, bk 256") {
+  json halo = conv_spec();
+  halo["pad"] = {1, 1};
+  const json tile = {{"bm", 128}, {"bn", 112}, {"bk", 256}, {"stages", 4}, {"core", "halo"}};
+  const KernelSpec s = apnn::parse_spec(with_tile(halo, tile), kOrigin);
+  REQUIRE(s.tile);
+  CHECK(s.tile->halo);
+  CHECK(s.tile->warps_m == 8);  // the two consumer warpgroups, without warps given
+  CHECK(s.tile->warps_n == 1);
+  const std::string c = apnn::canonical_json(s);
+  CHECK(contains(c, "\"core\":\"halo\""));
+  CHECK(apnn::parse_spec_text(c, kOrigin).tile->halo);  // round trip
+  json plain_tile = tile;
+  plain_tile.erase("core");
+  plain_tile["bn"] = 128;
+  const KernelSpec plain = apnn::parse_spec(with_tile(halo, plain_tile), kOrigin);
+  CHECK_FALSE(contains(apnn::canonical_json(plain), "core"));  // other tiles keep their canonical form
+  json same = tile;
+  same["bn"] = 128;
+  CHECK(apnn::spec_id(plain) != apnn::spec_id(apnn::parse_spec(with_tile(halo, same), kOrigin)));
+  CHECK(apnn::rules::block_threads(*s.tile, s.w, s.x) == apnn::rules::kHaloThreads);
+
+  for (const json& bad : {json("fast"), json(1), json(nullptr), json::array({"halo"})}) {
+    json t = tile;
+    t["core"] = bad;
+    expect_rejected(with_tile(halo, t), {"tile.core", "halo"});
+  }
+  auto with = [&](const char* field, const json& v) {
+    json t = tile;
+    t[field] = v;
+    return with_tile(halo, t);
+  };
+  expect_rejected(with("bm", 64), {"tile.core \"halo\"", "bm 128", "64"});
+  expect_rejected(with("bn", 120), {"tile.core \"halo\"", "multiple of 16", "120"});
+  expect_rejected(with("bn", 256), {"tile.core \"halo\"", "128", "256"});
+  expect_rejected(with("bk", 512), {"tile.core \"halo\"", "bk 256", "512"});
+  expect_rejected(with("cluster", 2), {"tile.core \"halo\"", "cluster"});
+  json warps = tile;
+  warps["warps_m"] = 4;
+  warps["warps_n"] = 2;
+  expect_rejected(with_tile(halo, warps), {"tile.core \"halo\"", "8x1", "4x2"});
+  // w2a4 has 8 weight groups: 8 x 112/2 accumulators a thread are past the budget.
+  json wide = with_tile(halo, tile);
+  wide["w_bits"] = 2;
+  wide["w_enc"] = "signed";
+  wide["x_bits"] = 4;
+  expect_rejected(wide, {"tile.core \"halo\"", "accumulator registers", "smaller bn"});
+  json apmm = with_tile(base_spec(), tile);
+  expect_rejected(apmm, {"tile.core \"halo\"", "apconv"});
+  json k1 = with_tile(halo, tile);
+  k1["kernel"] = {1, 1};
+  expect_rejected(k1, {"tile.core \"halo\"", "kernel [3, 3]", "kernel [1, 1]"});
+  json s3 = with_tile(halo, tile);
+  s3["stride"] = {3, 3};
+  expect_rejected(s3, {"tile.core \"halo\"", "stride [3, 3]"});
+  json uneven = with_tile(halo, tile);
+  uneven["stride"] = {1, 2};
+  expect_rejected(uneven, {"tile.core \"halo\"", "stride [1, 2]"});
+  json nopad = with_tile(conv_spec(), tile);
+  expect_rejected(nopad, {"tile.core \"halo\"", "pad [0, 0]"});
+  json chain = with_tile(halo, tile);
+  chain["epilogue"] = json::array({{{"op", "relu"}}});
+  expect_rejected(chain, {"tile.core \"halo\"", "epilogue"});
+}
+
+TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
+  using apnn::rules::halo_geometry;
+  // 14x14 outputs at stride 1: 16 columns a row (Wo + 2), 7 rows of 112, two tiles an image,
+  // boxes of 9 rows x 16 pixels x 16 bytes.
+  const auto s1 = halo_geometry(1, 14, 14, 112);
+  CHECK(s1.pw == 16);
+  CHECK(s1.rows == 7);
+  CHECK(s1.row_tiles == 2);
+  CHECK(s1.box_rows == 9);
+  CHECK(s1.slot_bytes == 2304);
+  // 7x7 outputs at stride 2: 8 columns (Wo + 1), the whole output in 56 of 64 columns, and
+  // boxes of 8 rows x 8 x 16 bytes; 13 rows at stride 1 in 112: 7 + 6.
+  const auto s2 = halo_geometry(2, 7, 7, 64);
+  CHECK(s2.pw == 8);
+  CHECK(s2.rows == 7);
+  CHECK(s2.row_tiles == 1);
+  CHECK(s2.box_rows == 8);
+  CHECK(s2.slot_bytes == 1024);
+  CHECK(halo_geometry(1, 13, 13, 112).row_tiles == 2);
+  // 7x7 at stride 1 in 64: 9 columns, 81 pixels, 1296 bytes rounded up to 1408.
+  CHECK(halo_geometry(1, 7, 7, 64).slot_bytes == 1408);
+  CHECK(halo_geometry(1, 7, 100, 64).rows == 0);  // a row of 102 columns does not fit 64
+
+  KernelSpec s;
+  s.op = apnn::Op::Apconv;
+  s.conv = {3, 3, 1, 1, 1, 1};
+  s.w = {1, Encoding::Pm1};
+  s.x = {2, Encoding::Unsigned};
+  s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
+  // 1024 + W (36 KB) + 4 stages of 2 planes x 2 boxes + two stagings of 64 x 136 words + 9 barriers.
+  CHECK(apnn::rules::halo_shared_bytes(s, 256, s1) == 1024 + 36864 + 4 * 2 * 2 * 2304 + 2 * 64 * 136 * 4 + 9 * 8);
+  const int limit = apnn::rules::kMaxSharedBytes;
+  CHECK(apnn::rules::halo_launch_error(s, 256, 14, 14, limit).empty());
+  CHECK(apnn::rules::halo_launch_error(s, 512, 14, 14, limit).empty());
+  // C = 768 keeps 108 KB of W: with 4 stages of 112-column boxes it passes the limit, with 2
+  // stages of a 9x9 output's 64 columns it fits.
+  CHECK(contains(apnn::rules::halo_launch_error(s, 768, 14, 14, limit), "shared memory"));
+  s.tile = Tile{128, 64, 256, 2, 8, 1, 1, true};
+  CHECK(apnn::rules::halo_launch_error(s, 768, 9, 9, limit).empty());
+  s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
+  for (int64_t c : {128, 384, 1024}) {
+    const std::string why = apnn::rules::halo_launch_error(s, c, 14, 14, limit);
+    CHECK(contains(why, "in-channels " + std::to_string(c)));
+    CHECK(contains(why, "256, 512, 768"));
+  }
+  CHECK(contains(apnn::rules::halo_launch_error(s, 256, 14, 200, limit), "200-wide"));
+  s.w = {2, Encoding::Signed};
+  s.conv = {3, 3, 2, 2, 1, 1};
+  s.tile = Tile{128, 64, 256, 8, 8, 1, 1, true};
+  const std::string smem = apnn::rules::halo_launch_error(s, 768, 11, 11, limit);
+  CHECK(contains(smem, "shared memory"));
+  CHECK(contains(smem, "768 in-channels"));
+}

@@ -1,0 +1,275 @@
+// APConv on the sm_90a wgmma core from halo tiles (bench/probes/conv_halo_probe.cu measured
+// the design: bench/NOTES.md, session 25): 3x3 kernels, pad 1, stride 1 or 2, plain int32
+// output. conv_sm90a.cuh gathers each X tile with per-thread copies, one input pixel per
+// kernel position; here the copy engine loads each tile's input once:
+//
+// - A tile is geo.rows output rows of one image, computed over a grid geo.pw columns wide
+//   (pw > Wo: the grid's columns Wo.. are computed and dropped). Its input is one box of the
+//   rows it needs x pw columns from column -1 (the copy engine zero-fills the padding). On
+//   the grid, kernel position (kh, kw) reads box pixel j + kh*pw + kw for output column j:
+//   every position's B operand is the same box, shifted by whole rows of 16 bytes, which the
+//   non-swizzled K-major layout allows (core matrices of 8 rows x 16 bytes, SBO 128). A
+//   pixel's channels come as 16-byte chunks (128 channels) in boxes of their own, LBO apart;
+//   two chunks make a k256 wgmma slice, so C is 256, 512 or 768 (W's shared memory).
+// - Stride 2: four phase grids (input rows 2i-1 / 2i x columns 2k-1 / 2k, boxes loaded with
+//   element strides of 2); position (kh, kw) reads phase (kh == 1, kw == 1) shifted by
+//   (kh == 2) rows and (kw == 2) columns of its grid.
+// - A block keeps one M tile (128 output channels): its W (p planes x 9 positions x C/128
+//   chunks x 128 rows x 16 bytes) is loaded once and stays; a pipeline stage is one tile's
+//   boxes (q planes x phases x chunks). Rows past O are zero-filled (a 4-D map with O its
+//   own dimension).
+// - Warps: two consumer warpgroups (rows 0-63, 64-127), then a producer warpgroup whose
+//   first thread issues every copy and whose registers go to the consumers (setmaxnreg, as
+//   the TMA GEMM core's wide tiles). Warpgroup 1 starts once warpgroup 0's first wgmmas are
+//   done, so that one's epilogue runs beside the other's wgmmas (n128-14x14x256: 16.04 ->
+//   15.08 us in the probe).
+// - Epilogue: each warpgroup stages its 64 rows' combined sums (row pitch 8 mod 32 words:
+//   8-byte writes of 8 rows in two wavefronts), then each thread walks one column's rows,
+//   adding the offset encodings' terms (ConvProblem::correction, from the column's
+//   ConvColumn worked out under the mainloop): a warp store is consecutive output pixels.
+#pragma once
+#include "conv_sm80.cuh"
+#include "ptx_sm90a.cuh"
+#include "ptx_tma.cuh"
+
+namespace apnn {
+
+// The launch's grid, worked out by engine/conv_runner.cpp (ConvHaloArgs mirrors it).
+struct HaloGeometry {
+  int pw;          // grid columns a row: >= Wo + 2 at stride 1, Wo + 1 at stride 2
+  int rows;        // output rows a tile: rows * pw <= kBN
+  int row_tiles;   // tiles an image: ceil(Ho / rows)
+  int box_rows;    // input rows a box: (rows + 2) at stride 1, (rows + 1) a phase at stride 2
+  int slot_bytes;  // a box's shared memory: box_rows * pw * 16, rounded up to 128 (bulk copies' alignment)
+};
+
+template <class T>
+struct ConvSm90aHalo {
+  static constexpr int kS = T::kSh;
+  static_assert(T::kKh == 3 && T::kKw == 3 && T::kPh == 1 && T::kPw == 1 && T::kSw == kS && (kS == 1 || kS == 2),
+                "halo core: 3x3, pad 1, stride 1 or 2");
+  static_assert(T::kBM == 128 && T::kWarpsM == 8 && T::kWarpsN == 1, "halo core: 128 rows, two warpgroups");
+  static_assert(T::Epi::kPlain, "halo core: the plain int32 output");
+  static_assert(T::kBN % 16 == 0 && T::kBN <= 128, "halo core: a wgmma N, at most one readout thread a column");
+  static constexpr int kBN = T::kBN;
+  static constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
+  static constexpr int kPhases = kS == 1 ? 1 : 4;
+  static constexpr int kChunkW = 128 * 16;  // W: one 16-byte chunk of one position, 128 rows
+  static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
+  static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging
+  using Frag = GemmSm80<T>;    // the accumulator fragment and its combine
+  using Prob = ConvProblem<T>;  // only its epilogue terms (the corrections, visit_pixel)
+  using Acc = i32[T::kGroups][1][kBN / 8][4];
+
+  // As GemmSm90a's: the accumulators stay put across the wgmma waits (ptxas C7514), and a
+  // set's first plane pair in issue order overwrites it at a tile's first step.
+  static __device__ __forceinline__ void fence_acc(Acc& acc) {
+#pragma unroll
+    for (int grp = 0; grp < T::kGroups; ++grp)
+#pragma unroll
+      for (int ni = 0; ni < kBN / 8; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(acc[grp][0][ni][e])::"memory");
+  }
+  static __device__ constexpr bool first_of_group(int s, int x) {
+    for (int i = 0; i < s * T::kXBits + x; ++i)
+      if (T::group_of(i / T::kXBits, i % T::kXBits) == T::group_of(s, x)) return false;
+    return true;
+  }
+
+  // Shared memory from a 1024-byte boundary: W, the stages, the two stagings, then 2 *
+  // kStages + 1 mbarriers (rules::conv_halo_shared_bytes counts the same).
+  struct Layout {
+    u32 w, stages, staging, full0, empty0, wfull;
+    int chunks, stage_bytes;
+    __device__ __forceinline__ Layout(u32 base, int cw, const HaloGeometry& geo) {
+      chunks = cw / 4;
+      stage_bytes = T::kXBits * kPhases * chunks * geo.slot_bytes;
+      w = base;
+      stages = w + T::kWBits * 9 * chunks * kChunkW;
+      staging = stages + T::kStages * stage_bytes;
+      full0 = staging + 2 * kStgBytes;
+      empty0 = full0 + T::kStages * 8;
+      wfull = empty0 + T::kStages * 8;
+    }
+  };
+
+  // Kernel position -> (phase grid, rows and columns shifted on it).
+  static __device__ __forceinline__ void position(int pos, int& phase, int& dr, int& dc) {
+    const int kh = pos / 3, kw = pos - kh * 3;
+    phase = kS == 1 ? 0 : (kh == 1) * 2 + (kw == 1);
+    dr = kS == 1 ? kh : kh == 2;
+    dc = kS == 1 ? kw : kw == 2;
+  }
+
+  static __device__ void run(u32* smem, const TmaMap* wmap, const TmaMap* xmap, const Prob& prob, int N, int cw,
+                             const HaloGeometry& geo) {
+    const u32 raw = ptx::smem_addr(smem);
+    const Layout L(raw + ((1024u - (raw & 1023u)) & 1023u), cw, geo);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < T::kStages; ++i) {
+        ptx::mbar_init(L.full0 + 8 * i, 1);
+        ptx::mbar_init(L.empty0 + 8 * i, kConsumerWarps);
+      }
+      ptx::mbar_init(L.wfull, 1);
+      ptx::fence_mbar_init();
+    }
+    __syncthreads();
+    // Launched with early_start (conv_runner.cpp): global memory only after the wait.
+    ptx::grid_dependency_wait();
+    // The block's M tile and its share of the tiles (image, row block); the grid is a multiple of tiles_m.
+    const int tiles_m = (prob.a_rows + 127) / 128, m0 = (static_cast<int>(blockIdx.x) % tiles_m) * 128;
+    const int first = static_cast<int>(blockIdx.x) / tiles_m, step = static_cast<int>(gridDim.x) / tiles_m;
+    const int tiles = N * geo.row_tiles;
+    if (warp >= kConsumerWarps) {
+      ptx::setmaxnreg_dec<40>();
+      if (warp == kConsumerWarps && lane == 0) produce(L, wmap, xmap, geo, m0, first, step, tiles);
+      return;
+    }
+    ptx::setmaxnreg_inc<232>();
+    // The k256 slices a position as a constant: with a run-time count ptxas fenced the
+    // accumulators between the wgmmas (C7519). The runner allows C = 256, 512, 768.
+    switch (L.chunks / 2) {
+      case 1: consume<1>(L, prob, geo, m0, first, step, tiles); break;
+      case 2: consume<2>(L, prob, geo, m0, first, step, tiles); break;
+      case 3: consume<3>(L, prob, geo, m0, first, step, tiles); break;
+      default: break;
+    }
+  }
+
+  static __device__ void produce(const Layout& L, const TmaMap* wmap, const TmaMap* xmap, const HaloGeometry& geo, int m0,
+                                 int first, int step, int tiles) {
+    ptx::prefetch_tma_map(wmap);
+    ptx::prefetch_tma_map(xmap);
+    const u64 keep = ptx::policy_evict_last();
+    ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * L.chunks * kChunkW);
+    for (int s = 0; s < T::kWBits; ++s)
+      for (int pos = 0; pos < 9; ++pos)
+        for (int h = 0; h < L.chunks; ++h)
+          ptx::tma_load_4d(L.w + ((s * 9 + pos) * L.chunks + h) * kChunkW, wmap, 16 * h, pos, m0, s, L.wfull, keep);
+    const int box_bytes = geo.box_rows * geo.pw * 16;
+    int i = 0;
+    for (int t = first; t < tiles; t += step, ++i) {
+      const int slot = i % T::kStages, n = t / geo.row_tiles, ho0 = (t - n * geo.row_tiles) * geo.rows;
+      ptx::mbar_wait(L.empty0 + 8 * slot, ((i / T::kStages) & 1) ^ 1);
+      const u32 full = L.full0 + 8 * slot, st = L.stages + slot * L.stage_bytes;
+      ptx::mbar_arrive_expect_tx(full, T::kXBits * kPhases * L.chunks * box_bytes);
+      for (int x = 0; x < T::kXBits; ++x)
+        for (int ph = 0; ph < kPhases; ++ph) {
+          // Stride 1: rows ho0 - 1.., columns -1... Stride 2, phase (ra, cb): rows
+          // 2 ho0 - 1 + ra.., columns -1 + cb.., every other one (the map's element strides).
+          const int ra = ph / 2, cb = ph % 2;
+          const int h0 = kS == 1 ? ho0 - 1 : 2 * ho0 - 1 + ra, w0 = kS == 1 ? -1 : -1 + cb;
+          for (int h = 0; h < L.chunks; ++h)
+            ptx::tma_load_4d(st + ((x * kPhases + ph) * L.chunks + h) * geo.slot_bytes, xmap, 16 * h, w0, h0,
+                             n * T::kXBits + x, full, keep);
+        }
+    }
+  }
+
+  template <int kSlices>
+  static __device__ void consume(const Layout& L, const Prob& prob, const HaloGeometry& geo, int m0, int first, int step,
+                                 int tiles) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2, tid = threadIdx.x & 127;
+    const int g = lane >> 2, tig = lane & 3;
+    // Both operands non-swizzled K-major: SBO 128 between 8-row groups, LBO between chunks.
+    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + wg * 64 * 16, kChunkW, 128, 0);
+    const ptx::WgmmaDesc db = ptx::wgmma_desc(L.stages, geo.slot_bytes, 128, 0);
+    const u32 stg = L.staging + wg * kStgBytes;
+    const int O = prob.a_rows, HoWo = prob.Ho * prob.Wo, row0 = m0 + wg * 64;
+    // This thread's readout column j of the grid and its rows r0, r0 + split, ...
+    const int cols = geo.rows * geo.pw, split = 128 / cols;
+    const int j = tid % cols, r0 = tid / cols, jr = j / geo.pw, jw = j - jr * geo.pw;
+    const bool reads = r0 < split && jw < prob.Wo;
+    i32* y = static_cast<i32*>(prob.epi.out);
+    ptx::mbar_wait(L.wfull, 0);
+    if (wg == 1) ptx::named_barrier(3, 256);  // the skew: after warpgroup 0's first wgmmas
+    Acc acc;
+    int i = 0;
+    for (int t = first; t < tiles; t += step, ++i) {
+      const int slot = i % T::kStages, n = t / geo.row_tiles, ho0 = (t - n * geo.row_tiles) * geo.rows;
+      // The column's table entry; its pixsum loads are issued here and summed after the
+      // mainloop (summed here, each thread would wait for them before its first wgmma).
+      ConvColumn col{0, 0, -1, -1};
+      i32 pix[9] = {};
+      if (reads && ho0 + jr < prob.Ho)
+        col = prob.visit_pixel(n, ho0 + jr, jw, [&](int k, i64 p) {
+          if (Prob::kColsum) pix[k] = prob.pixsum[p];
+        });
+      ptx::mbar_wait(L.full0 + 8 * slot, (i / T::kStages) & 1);
+      fence_acc(acc);
+      ptx::wgmma_fence();
+      const u32 b_slot = db.lo + static_cast<u32>((slot * L.stage_bytes) >> 4);
+#pragma unroll
+      for (int pos = 0; pos < 9; ++pos) {
+        int phase, dr, dc;
+        position(pos, phase, dr, dc);
+        const u32 shift = static_cast<u32>(dr * geo.pw + dc);  // rows of 16 bytes
+#pragma unroll
+        for (int k = 0; k < kSlices; ++k) {
+          const bool first_step = pos == 0 && k == 0;
+#pragma unroll
+          for (int s = 0; s < T::kWBits; ++s) {
+            const u32 a = da.lo + static_cast<u32>((((s * 9 + pos) * L.chunks + 2 * k) * kChunkW) >> 4);
+#pragma unroll
+            for (int x = 0; x < T::kXBits; ++x) {
+              const u32 b = b_slot + static_cast<u32>((((x * kPhases + phase) * L.chunks + 2 * k) * geo.slot_bytes) >> 4) + shift;
+#pragma unroll
+              for (int r = 0; r < T::repeat(s, x); ++r)
+                ptx::WgmmaB1<kBN>::mma(acc[T::group_of(s, x)][0], a, b, da.hi,
+                                       !first_step || r > 0 || !first_of_group(s, x));
+            }
+          }
+        }
+      }
+      ptx::wgmma_commit();
+      fence_acc(acc);
+      ptx::wgmma_wait<0>();
+      fence_acc(acc);
+      if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(L.empty0 + 8 * slot) : "memory");
+      if (i == 0) {
+        if (wg == 0) ptx::named_barrier_arrive(3, 256);
+        ptx::allow_dependent_launch();
+      }
+      ptx::named_barrier(1 + wg, 128);  // the last tile's readout is done with the staging
+#pragma unroll
+      for (int ni = 0; ni < kBN / 8; ++ni)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int r = (warp & 3) * 16 + g + 8 * half, c = 8 * ni + 2 * tig;
+          const u32 v0 = Frag::combine(acc, 0, ni, 2 * half), v1 = Frag::combine(acc, 0, ni, 2 * half + 1);
+          asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(stg + (r * kStgPitch + c) * 4), "r"(v0), "r"(v1)
+                       : "memory");
+        }
+      ptx::named_barrier(1 + wg, 128);
+      if (col.p >= 0) {
+#pragma unroll
+        for (int k = 0; k < 9; ++k) col.colsum += pix[k];
+        i32* d = y + (col.out + (row0 + r0) * HoWo);
+        const int rows = min(64, O - row0);
+#pragma unroll 8
+        for (int r = r0; r < rows; r += split, d += split * HoWo) {
+          u32 v;
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(stg + (r * kStgPitch + j) * 4) : "memory");
+          *d = static_cast<i32>(v + prob.correction(row0 + r, col));
+        }
+      }
+    }
+  }
+};
+
+template <class T>
+__device__ __forceinline__ void conv_sm90a_halo(u32* smem, const TmaMap* wmap, const TmaMap* xmap, const i32* rowsum,
+                                                const i32* possum, const i32* pixsum, const EpilogueArgs& epi, int O, int N,
+                                                int C, int H, int W, int Ho, int Wo, int CW, const ConvDivisors& dv,
+                                                const HaloGeometry& geo) {
+  using Prob = typename ConvSm90aHalo<T>::Prob;
+  const int P = N * Ho * Wo;
+  // The problem's operand pointers and gather plan are not used: only its epilogue terms.
+  const Prob prob{nullptr, 0,  O,  0,  0,  nullptr, rowsum, possum, pixsum, epi, smem, C, H, W, Ho, Wo, CW, P, Ho, Wo,
+                  P,       Ho * Wo, (O + 127) / 128 * 4, 0, 0, dv};
+  ConvSm90aHalo<T>::run(smem, wmap, xmap, prob, N, CW, geo);
+}
+
+}  // namespace apnn
