@@ -471,14 +471,17 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t Ho, int
                        "W in shared memory)",
                        C);
   const HaloGeometry g = halo_geometry(spec.conv.sh, Ho, Wo, t.bn);
-  if (g.rows <= 0 || g.pw * spec.conv.sh > 256 || g.box_rows * spec.conv.sh > 256)
+  if (g.rows <= 0 || g.pw * spec.conv.sh > 256)
     return fmt::format("shape: a {}-wide output needs grid rows of {} columns, which tile.core \"halo\" with bn {} cannot hold "
                        "(a row at most bn columns, a box at most 256 per side)",
                        Wo, g.pw, t.bn);
-  if (const int64_t smem = halo_shared_bytes(spec, C, g); smem > max_smem)
-    return fmt::format("shape: tile.core \"halo\" needs {} bytes of shared memory for {} in-channels ({} stages), limit {}: "
-                       "use fewer stages or the default core",
-                       smem, C, t.stages, max_smem);
+  if (const int64_t smem = halo_shared_bytes(spec, C, g); smem > max_smem) {
+    const int64_t w_bytes = spec.w.bits * 9 * (C / 128) * 128 * 16;  // the resident W
+    return fmt::format("shape: tile.core \"halo\" needs {} bytes of shared memory for {} in-channels ({} of them W's, {} "
+                       "stages), limit {}: {}",
+                       smem, C, w_bytes, t.stages, max_smem,
+                       w_bytes + 2 * 64 * 8 * 4 > max_smem ? "use the default core" : "use fewer stages, a smaller bn or the default core");
+  }
   return {};
 }
 

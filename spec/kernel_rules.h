@@ -213,7 +213,7 @@ HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn);
 // warpgroups' output staging, and the barriers.
 int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo);
 // Empty when the halo kernel of spec can run a conv of this size within max_smem; else why
-// not (C, the grid, shared memory), naming the size.
+// not (C, a grid row wider than bn or than a box may be, shared memory), naming the size.
 std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t Ho, int64_t Wo, int max_smem);
 
 // A wgmma tile for a precision: 2 warpgroups along M (bm 128, 256 threads), the widest

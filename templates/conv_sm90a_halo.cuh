@@ -78,7 +78,7 @@ struct ConvSm90aHalo {
   }
 
   // Shared memory from a 1024-byte boundary: W, the stages, the two stagings, then 2 *
-  // kStages + 1 mbarriers (rules::conv_halo_shared_bytes counts the same).
+  // kStages + 1 mbarriers (rules::halo_shared_bytes counts the same).
   struct Layout {
     u32 w, stages, staging, full0, empty0, wfull;
     int chunks, stage_bytes;

@@ -130,6 +130,10 @@ TEST_CASE("sm_90a halo core: strides 1 and 2, C 256-768, O and output rows past 
       {2, Encoding::Signed, 2, Encoding::Unsigned, 1, 64, 3, {{4, 256, 7, 7, 128}, {2, 512, 7, 7, 136}}},
       {1, Encoding::Unsigned, 4, Encoding::Unsigned, 2, 48, 2, {{2, 256, 9, 9, 64}}},
       {1, Encoding::Pm1, 2, Encoding::Pm1, 1, 16, 8, {{1, 256, 5, 5, 128}, {2, 512, 3, 4, 16}}},
+      // Blocks of several tiles: 600 images of 3x3 are 600 tiles on the 132 blocks of one M
+      // tile, so a block's pipeline slots (2 or 4) and staging are reused several times.
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 16, 2, {{600, 256, 3, 3, 16}}},
+      {2, Encoding::Signed, 2, Encoding::Unsigned, 2, 16, 4, {{600, 256, 5, 5, 24}}},
   };
   int n = 0;
   for (const auto& c : cases) {
