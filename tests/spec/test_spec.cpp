@@ -1006,25 +1006,29 @@ TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a 
 
 TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   using apnn::rules::halo_geometry;
-  // 14x14 outputs at stride 1: 16 columns a row (Wo + 2), 7 rows of 112, two tiles an image,
-  // boxes of 9 rows x 16 pixels x 16 bytes.
+  // {stride, Ho, Wo, bn} -> {pw, rows, row tiles, box rows, slot bytes}:
+  // - 14x14 at stride 1: 16 columns a row (Wo + 2), 7 rows of 112, two tiles an image, boxes
+  //   of 9 rows x 16 pixels x 16 bytes;
+  // - 7x7 at stride 2: 8 columns (Wo + 1), the whole output in 56 of 64 columns, boxes of 8
+  //   rows x 8 x 16 bytes (a phase grid's);
+  // - 7x7 at stride 1 in 64: 9 columns, 81 pixels, 1296 bytes rounded up to 1408;
+  // - 13 rows at stride 1 in 112: a tile of 7 and one of 6.
+  const struct { int stride, ho, wo, bn; apnn::rules::HaloGeometry want; } grids[] = {
+      {1, 14, 14, 112, {16, 7, 2, 9, 2304}},
+      {2, 7, 7, 64, {8, 7, 1, 8, 1024}},
+      {1, 7, 7, 64, {9, 7, 1, 9, 1408}},
+      {1, 13, 13, 112, {15, 7, 2, 9, 2176}},
+  };
+  for (const auto& c : grids) {
+    const auto g = halo_geometry(c.stride, c.ho, c.wo, c.bn);
+    INFO(c.stride, " ", c.ho, "x", c.wo, " bn ", c.bn);
+    CHECK(g.pw == c.want.pw);
+    CHECK(g.rows == c.want.rows);
+    CHECK(g.row_tiles == c.want.row_tiles);
+    CHECK(g.box_rows == c.want.box_rows);
+    CHECK(g.slot_bytes == c.want.slot_bytes);
+  }
   const auto s1 = halo_geometry(1, 14, 14, 112);
-  CHECK(s1.pw == 16);
-  CHECK(s1.rows == 7);
-  CHECK(s1.row_tiles == 2);
-  CHECK(s1.box_rows == 9);
-  CHECK(s1.slot_bytes == 2304);
-  // 7x7 outputs at stride 2: 8 columns (Wo + 1), the whole output in 56 of 64 columns, and
-  // boxes of 8 rows x 8 x 16 bytes; 13 rows at stride 1 in 112: 7 + 6.
-  const auto s2 = halo_geometry(2, 7, 7, 64);
-  CHECK(s2.pw == 8);
-  CHECK(s2.rows == 7);
-  CHECK(s2.row_tiles == 1);
-  CHECK(s2.box_rows == 8);
-  CHECK(s2.slot_bytes == 1024);
-  CHECK(halo_geometry(1, 13, 13, 112).row_tiles == 2);
-  // 7x7 at stride 1 in 64: 9 columns, 81 pixels, 1296 bytes rounded up to 1408.
-  CHECK(halo_geometry(1, 7, 7, 64).slot_bytes == 1408);
   CHECK(halo_geometry(1, 7, 100, 64).rows == 0);  // a row of 102 columns does not fit 64
 
   KernelSpec s;
