@@ -28,4 +28,29 @@ __device__ __forceinline__ u32 value_code(i32 v) {
   return ENC == kEncPm1 ? (static_cast<u32>(v + static_cast<i32>(kMask)) >> 1) & kMask : static_cast<u32>(v) & kMask;
 }
 
+// The sm_90a cores' accumulators, [sets][row slices][8-column chunks][4]: pins them in place,
+// so that the compiler may not move a read of them across this point (a read hoisted above a
+// wgmma wait would serialize every wgmma, ptxas C7514).
+template <int G, int M, int N>
+__device__ __forceinline__ void fence_acc(i32 (&acc)[G][M][N][4]) {
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+#pragma unroll
+      for (int n = 0; n < N; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(acc[g][m][n][e])::"memory");
+}
+
+// Whether plane pair (s, t) is the first, in issue order, of its accumulator set (traits T's
+// group_of): its wgmma at a tile's first K step overwrites instead of accumulating (no zeroing
+// moves, which would make ptxas wait for the wgmmas in flight).
+template <class T>
+__device__ constexpr bool first_of_group(int s, int t) {
+  for (int i = 0; i < s * T::kXBits + t; ++i)
+    if (T::group_of(i / T::kXBits, i % T::kXBits) == T::group_of(s, t)) return false;
+  return true;
+}
+
 }  // namespace apnn

@@ -61,22 +61,6 @@ struct ConvSm90aHalo {
   using Prob = ConvProblem<T>;  // only its epilogue terms (the corrections, visit_pixel)
   using Acc = i32[T::kGroups][1][kBN / 8][4];
 
-  // As GemmSm90a's: the accumulators stay put across the wgmma waits (ptxas C7514), and a
-  // set's first plane pair in issue order overwrites it at a tile's first step.
-  static __device__ __forceinline__ void fence_acc(Acc& acc) {
-#pragma unroll
-    for (int grp = 0; grp < T::kGroups; ++grp)
-#pragma unroll
-      for (int ni = 0; ni < kBN / 8; ++ni)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(acc[grp][0][ni][e])::"memory");
-  }
-  static __device__ constexpr bool first_of_group(int s, int x) {
-    for (int i = 0; i < s * T::kXBits + x; ++i)
-      if (T::group_of(i / T::kXBits, i % T::kXBits) == T::group_of(s, x)) return false;
-    return true;
-  }
-
   // Shared memory from a 1024-byte boundary: W, the stages, the two stagings, then 2 *
   // kStages + 1 mbarriers (rules::halo_shared_bytes counts the same).
   struct Layout {
@@ -218,7 +202,7 @@ struct ConvSm90aHalo {
 #pragma unroll
               for (int r = 0; r < T::repeat(s, x); ++r)
                 ptx::WgmmaB1<kBN>::mma(acc[T::group_of(s, x)][0], a, b, da.hi,
-                                       !first_step || r > 0 || !first_of_group(s, x));
+                                       !first_step || r > 0 || !first_of_group<T>(s, x));
             }
           }
         }

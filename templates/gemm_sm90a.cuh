@@ -85,25 +85,9 @@ struct GemmSm90a {
         kword0);
   }
 
-  // Pins the accumulators in place: the compiler may not move a read of them across this
-  // point (a read hoisted above a wgmma wait would serialize every wgmma, ptxas C7514).
-  static __device__ __forceinline__ void fence_acc(i32 (&acc)[T::kGroups][kMI][kNI][4]) {
-#pragma unroll
-    for (int grp = 0; grp < T::kGroups; ++grp)
-#pragma unroll
-      for (int ni = 0; ni < kNI; ++ni)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(acc[grp][0][ni][e])::"memory");
-  }
-
-  // Whether plane pair (s, t) is the first, in issue order, of its accumulator set: its
-  // wgmma at a tile's first K step overwrites instead of accumulating (no zeroing moves,
-  // which would make ptxas wait for the wgmmas in flight).
-  static __device__ constexpr bool first_of_group(int s, int t) {
-    for (int i = 0; i < s * T::kXBits + t; ++i)
-      if (T::group_of(i / T::kXBits, i % T::kXBits) == T::group_of(s, t)) return false;
-    return true;
-  }
+  // apnn_types.cuh's, for this core's accumulators and traits.
+  static __device__ __forceinline__ void fence_acc(i32 (&acc)[T::kGroups][kMI][kNI][4]) { apnn::fence_acc(acc); }
+  static __device__ constexpr bool first_of_group(int s, int t) { return apnn::first_of_group<T>(s, t); }
 
   // X planes stacked into one wgmma (T::kXStack, chosen by rules::wgmma_x_stack). A
   // warpgroup's columns of X plane t sit at rows t*kBN + wg_n*kWN of the stage; with one
