@@ -152,6 +152,37 @@ struct ConvSm90aHalo {
     }
   }
 
+  // One thread's readout of its column from the staging: rows r0, r0 + split, ... of the
+  // warpgroup's, a warp store being consecutive output pixels. With split a constant and
+  // all 64 rows valid the loop unrolls into immediate offsets: a run-time split and row
+  // count cost twice the instructions a row (session 26, ncu: the library kernel executed
+  // 1.6x the probe's instructions, most of them here).
+  struct Readout {
+    u32 stg;    // the staged value of the warpgroup's row 0 at this column
+    i32* y;     // its output
+    int step;   // output elements between channels (Ho*Wo)
+    int row0;   // the warpgroup's first output channel
+    int rows;   // its valid rows: 64 unless O ends inside it
+    int r0, split;
+
+    template <int kSplit>
+    __device__ __forceinline__ void run(const Prob& prob, const ConvColumn& col) const {
+      if constexpr (kSplit != 0) {
+        if (rows == 64) {
+#pragma unroll
+          for (int k = 0; k < 64 / kSplit; ++k) store(prob, col, r0 + k * kSplit);
+          return;
+        }
+      }
+      for (int r = r0; r < rows; r += split) store(prob, col, r);
+    }
+    __device__ __forceinline__ void store(const Prob& prob, const ConvColumn& col, int r) const {
+      u32 v;
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(stg + r * kStgPitch * 4) : "memory");
+      y[static_cast<i64>(r) * step] = static_cast<i32>(v + prob.correction(row0 + r, col));
+    }
+  };
+
   template <int kSlices>
   static __device__ void consume(const Layout& L, const Prob& prob, const HaloGeometry& geo, int m0, int first, int step,
                                  int tiles) {
@@ -230,13 +261,12 @@ struct ConvSm90aHalo {
       if (col.p >= 0) {
 #pragma unroll
         for (int k = 0; k < 9; ++k) col.colsum += pix[k];
-        i32* d = y + (col.out + (row0 + r0) * HoWo);
-        const int rows = min(64, O - row0);
-#pragma unroll 8
-        for (int r = r0; r < rows; r += split, d += split * HoWo) {
-          u32 v;
-          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(stg + (r * kStgPitch + j) * 4) : "memory");
-          *d = static_cast<i32>(v + prob.correction(row0 + r, col));
+        const Readout out{stg + j * 4, y + (col.out + row0 * HoWo), HoWo, row0, min(64, O - row0), r0, split};
+        switch (split) {
+          case 1: out.run<1>(prob, col); break;
+          case 2: out.run<2>(prob, col); break;
+          case 4: out.run<4>(prob, col); break;
+          default: out.run<0>(prob, col); break;
         }
       }
     }
