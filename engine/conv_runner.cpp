@@ -166,15 +166,10 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   if (s.epilogue.quantize()) out.sums.fill_u32_async(0);  // accumulated with atomics
   if (t.halo) {
     const DeviceInfo& dev = current_device();
-    if (std::string why = rules::halo_launch_error(s, g.C, g.Ho(), g.Wo(), dev.max_smem_optin); !why.empty())
+    if (std::string why = rules::halo_launch_error(s, g.C, g.O, g.Ho(), g.Wo(), dev.max_smem_optin, dev.sm_count);
+        !why.empty())
       throw Error(ErrorKind::InvalidInput, why);
     const rules::HaloGeometry geo = rules::halo_geometry(g.sh, g.Ho(), g.Wo(), t.bn);
-    // A block keeps one M tile (its W stays in shared memory): the grid is a multiple of tiles_m.
-    if (tiles_m > dev.sm_count)
-      throw Error(ErrorKind::InvalidInput,
-                  fmt::format("shape: out-channels {} make {} tiles of 128 rows, more than the {} SMs the halo core's "
-                              "blocks (one M tile each) need",
-                              g.O, tiles_m, dev.sm_count));
     const int64_t tiles = g.N * geo.row_tiles;
     const uint64_t cw_bytes = static_cast<uint64_t>(cw) * 4;
     const cuuint64_t wdims[4] = {cw_bytes, static_cast<cuuint64_t>(g.kh * g.kw), static_cast<cuuint64_t>(g.O),

@@ -140,7 +140,64 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
   return with_tile(spec, untuned_tile(spec, p, t));
 }
 
+namespace {
+
+// A conv problem's output size (3x3, pad 1: the only convs the halo core runs).
+struct HaloOutput {
+  int64_t N, C, Ho, Wo;
+};
+HaloOutput halo_output(const KernelSpec& s, const Problem& p) {
+  const int64_t H = p.shape.at("height").get<int64_t>(), W = p.shape.at("width").get<int64_t>();
+  return {p.shape.at("batch").get<int64_t>(), p.shape.at("in_channels").get<int64_t>(), (H - 1) / s.conv.sh + 1,
+          (W - 1) / s.conv.sw + 1};
+}
+
+}  // namespace
+
+std::string halo_problem_error(const KernelSpec& s, const Problem& p, const Target& t) {
+  const HaloOutput o = halo_output(s, p);
+  return rules::halo_launch_error(s, o.C, p.M, o.Ho, o.Wo, t.max_smem, t.sm_count);
+}
+
+std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, const Target& t) {
+  if (t.arch != "sm_90a" || s.op != Op::Apconv || !s.epilogue.empty()) return std::nullopt;
+  // Two stages: of 2, 3 and 4 (apnn verify, batch 128, session 26 call 4), 2 was fastest on 5
+  // of the 7 layer/precision rows and within 1.3% on the others (n128-14x14x256 w1a2: 16.07
+  // against 15.86 us; whole-image tiles lost up to 6% with more).
+  Tile c{128, 128, 256, 2, 8, 1};
+  c.halo = true;
+  // bn: the widest the accumulators allow (w2a2 at n128-14x14x256: bn 64 / 48 / 32 took
+  // 23.5 / 25.1 / 26.8 us: a wider wgmma reads W once for more columns), then the fewest
+  // grid rows that make as many tiles an image (14x14 at stride 1: 8 rows of 16 columns
+  // make tiles of 8 and 6 rows; 7 rows make two of 7 in 112 columns).
+  while (c.bn > 16 && !rules::halo_tile_error(c, s.w, s.x).empty()) c.bn -= 16;
+  // Not a 3x3 pad-1 conv of stride 1 or 2, or too many accumulators for bn 32: w2a8's 16
+  // groups allow bn 16, which ran 1.2-2.4x slower than the default core's stacked tile
+  // (n128 14x14x256 110.4 against 93.3 us, 7x7x512 186.0 against 77.1; session 26 call 6).
+  if (c.bn < 32 || !rules::halo_kernel_error(c, s).empty()) return std::nullopt;
+  const HaloOutput o = halo_output(s, p);
+  const rules::HaloGeometry widest = rules::halo_geometry(s.conv.sh, o.Ho, o.Wo, c.bn);
+  if (widest.rows <= 0) return std::nullopt;
+  const int64_t rows = (o.Ho + widest.row_tiles - 1) / widest.row_tiles;
+  c.bn = static_cast<int>((rows * widest.pw + 15) / 16 * 16);
+  if (!halo_problem_error(with_tile(s, c), p, t).empty()) return std::nullopt;
+  // Where at least half of its grid's blocks (an SM each) get a tile. Against the default
+  // core (apnn verify, session 26 calls 4-6): batch 128 (3.9 tiles a block) 1.05-1.8x faster
+  // on every layer and precision it takes, batch 64 1.06-1.5x, batch 32 (one tile a block,
+  // half of one on 7x7x512) 1.01-1.33x; batch 8 (a quarter of the blocks get one) 1.2-2.0x
+  // slower.
+  const int64_t blocks_per_m = t.sm_count / ((p.M + 127) / 128);
+  const int64_t tiles = o.N * rules::halo_geometry(s.conv.sh, o.Ho, o.Wo, c.bn).row_tiles;
+  if (2 * tiles < blocks_per_m) return std::nullopt;
+  return c;
+}
+
 Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
+  if (const std::optional<Tile> halo = untuned_halo_tile(s, p, t)) return *halo;
+  return untuned_default_core_tile(s, p, t);
+}
+
+Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   const bool sm90a = t.arch == "sm_90a";
   // sm_90a: the wgmma core's tile once it gives at least half a wave of blocks and K fills
   // its 1024-bit stage. At 8192x256x256 its bk-1024 tile took 9.5 us, the heuristic's bk-256

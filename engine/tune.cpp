@@ -112,7 +112,8 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
   TuneResult result;
   result.key = make_tune_key(spec, target.arch, target.device, problem.shape).str();
   std::vector<TuneCandidate> cands;
-  for (const Tile& t : legal_tiles(spec, target.arch, target.max_smem)) cands.push_back(TuneCandidate{t});
+  for (const Tile& t : legal_tiles(spec, target.arch, target.max_smem))  // halo tiles where the shape fits them
+    if (!t.halo || halo_problem_error(with_tile(spec, t), problem, target).empty()) cands.push_back(TuneCandidate{t});
   result.heuristic_tile = untuned_tile(spec, problem, target);
   const bool untuned_listed = std::any_of(cands.begin(), cands.end(), [&](const TuneCandidate& c) { return c.tile == result.heuristic_tile; });
   if (!untuned_listed) cands.push_back(TuneCandidate{result.heuristic_tile});
@@ -196,6 +197,14 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
                 if (keep(t)) out.push_back(t);
               }
             }
+  // The halo core's tiles (a plain 3x3 pad-1 conv of stride 1 or 2 on sm_90a); whether the
+  // shape fits one (C, shared memory) is the launch's check, which the sweep records.
+  for (int bn = 16; bn <= 128; bn += 16)
+    for (int stages : {2, 3, 4}) {
+      Tile t{128, bn, 256, stages, 8, 1};
+      t.halo = true;
+      if (keep(t)) out.push_back(t);
+    }
   return out;
 }
 

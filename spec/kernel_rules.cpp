@@ -464,8 +464,14 @@ int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry&
          2 * 64 * pitch * 4 + (2 * t.stages + 1) * 8;
 }
 
-std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t Ho, int64_t Wo, int max_smem) {
+std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int64_t Ho, int64_t Wo, int max_smem,
+                              int sm_count) {
   const Tile& t = *spec.tile;
+  // A block keeps one M tile (its W stays in shared memory): the grid is a multiple of them.
+  if (const int64_t tiles_m = (O + 127) / 128; tiles_m > sm_count)
+    return fmt::format("shape: out-channels {} make {} tiles of 128 rows, more than the {} SMs the halo core's blocks (one "
+                       "M tile each) need",
+                       O, tiles_m, sm_count);
   if (C % 256 != 0 || C > 768)
     return fmt::format("shape: in-channels {} is not one of 256, 512, 768, which tile.core \"halo\" needs (whole k256 slices, "
                        "W in shared memory)",
@@ -488,7 +494,7 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t Ho, int
 bool launchable(const KernelSpec& spec, const std::string& arch, int max_smem) {
   const Tile& t = *spec.tile;
   return check_kernel_tile(t, spec).empty() && (t.cluster == 1 || use_wgmma(spec, arch)) &&
-         launch_shared_bytes(spec, arch) <= max_smem;
+         (!t.halo || arch == "sm_90a") && launch_shared_bytes(spec, arch) <= max_smem;
 }
 
 int launch_shared_bytes(const KernelSpec& spec, const std::string& arch) {

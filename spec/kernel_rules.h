@@ -135,7 +135,7 @@ int core_shared_bytes(const KernelSpec& spec, bool wgmma_core);
 int launch_shared_bytes(const KernelSpec& spec, const std::string& arch);
 // Whether spec's tile can be launched on `arch` within max_smem bytes of shared memory: legal
 // for the spec (check_kernel_tile), a TMA-core tile (cluster > 1) only where the sm_90a wgmma
-// core is on, and its launch's bytes on the core it would run on.
+// core is on, a halo tile only on sm_90a, and its launch's bytes on the core it would run on.
 bool launchable(const KernelSpec& spec, const std::string& arch, int max_smem);
 // Whether the wgmma APMM cores (cp.async and TMA) stage their int32 output for bulk tensor stores
 // in a pipeline slot (templates/apmm_sm90a.cuh, kTmaStore: 256 columns per warpgroup, and a
@@ -212,9 +212,11 @@ HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn);
 // 9 positions x C/8 bytes x 128 rows), the stages (q planes x phases x C/128 boxes), the two
 // warpgroups' output staging, and the barriers.
 int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo);
-// Empty when the halo kernel of spec can run a conv of this size within max_smem; else why
-// not (C, a grid row wider than bn or than a box may be, shared memory), naming the size.
-std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t Ho, int64_t Wo, int max_smem);
+// Empty when the halo kernel of spec can run a conv of this size on a device with max_smem
+// and sm_count; else why not (C, more M tiles than SMs, a grid row wider than bn or than a
+// box may be, shared memory), naming the size.
+std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int64_t Ho, int64_t Wo, int max_smem,
+                              int sm_count);
 
 // A wgmma tile for a precision: 2 warpgroups along M (bm 128, 256 threads), the widest
 // per-warpgroup N the accumulator budget allows, the deepest K step and pipeline that fit.

@@ -272,10 +272,12 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   const KernelSpec conv = parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
   const Target h100 = nominal_target("sm_90a");
+  // The default cores' rules (untuned_tile takes the halo core first where it applies: the
+  // next test case), checked on the bench's layers, the halo's batch-128 ones included.
   // The paper's N=1 16x16 layer at C=O=256: 4 x 32 tiles of 64x8, under one wave of 132.
   const Problem paper = conv_problem(conv, {1, 256, 16, 16, 256});
   const Tile h = rules::heuristic_tile(conv, paper.M, paper.N, paper.K_bits, h100.sm_count, h100.max_smem);
-  const Tile u = untuned_tile(conv, paper, h100);
+  const Tile u = untuned_default_core_tile(conv, paper, h100);
   CHECK(u.bm == h.bm);
   CHECK(u.bn == h.bn);
   CHECK(u.warps_n == 1);
@@ -287,12 +289,12 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   // 64 rows instead, for up to 4 plane pairs (w2a8's 16 keep 128 rows).
   const Problem wide = conv_problem(conv, {1, 1024, 16, 16, 1024});
   REQUIRE(rules::heuristic_tile(conv, wide.M, wide.N, wide.K_bits, h100.sm_count, h100.max_smem).bm == 128);
-  const Tile uw = untuned_tile(conv, wide, h100);
+  const Tile uw = untuned_default_core_tile(conv, wide, h100);
   CHECK(uw.bm == 64);
   CHECK(uw.warps_m == 4);
   const KernelSpec w2a8 = parse_spec_text(
       R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":8,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
-  CHECK(untuned_tile(w2a8, conv_problem(w2a8, {1, 1024, 16, 16, 1024}), h100).bm == 128);
+  CHECK(untuned_default_core_tile(w2a8, conv_problem(w2a8, {1, 1024, 16, 16, 1024}), h100).bm == 128);
   // A batch-8 56x56x64 layer fills the GPU: no 1024-bit steps, but K = 1152 bits runs as 3
   // steps of 512 (33% padding) instead of the heuristic's 5 of 256.
   const Problem batch = conv_problem(conv, {8, 64, 56, 56, 64});
@@ -302,31 +304,31 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   on_core.tile = hb;
   REQUIRE(rules::use_wgmma(on_core, "sm_90a"));  // else the rule would not apply at all
   CHECK(hb.bk == 256);
-  CHECK(untuned_tile(conv, batch, h100).bk == 512);
+  CHECK(untuned_default_core_tile(conv, batch, h100).bk == 512);
   // K = 2304 (256 channels) keeps 512 (1024 would pad a third: 41.1 vs 31.0 us measured);
   // K = 4608 (512 channels) too: its tall tile's 1024-bit steps become 512 (deep_conv_tile).
-  CHECK(untuned_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100).bk == 512);
-  CHECK(untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100).bk == 512);
+  CHECK(untuned_default_core_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100).bk == 512);
+  CHECK(untuned_default_core_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100).bk == 512);
   // Batch 128 fills the GPU even with 128-row tiles: two warpgroups along O (each M tile
   // gathers its X columns again); w2a2's four accumulator groups halve bn to fit. O = 64
   // keeps 64 rows, and batch 8 (O = 128: 98 tiles of 128 x 64) keeps the heuristic's.
   // 28x28 C=O=128 takes 128x128 (784 tiles, merged sets: two blocks per SM, 2.97 waves);
   // 14x14 C=O=256 128x64, where 392 tiles of 128x128 would run 1.48 waves of two.
-  const Tile tall = untuned_tile(conv, conv_problem(conv, {128, 128, 28, 28, 128}), h100);
+  const Tile tall = untuned_default_core_tile(conv, conv_problem(conv, {128, 128, 28, 28, 128}), h100);
   CHECK(tall.bm == 128);
   CHECK(tall.warps_m == 8);
   CHECK(tall.warps_n == 1);
   CHECK(tall.bn == 128);
-  const Tile half = untuned_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100);
+  const Tile half = untuned_default_core_tile(conv, conv_problem(conv, {128, 256, 14, 14, 256}), h100);
   CHECK(half.bm == 128);
   CHECK(half.bn == 64);
   const KernelSpec w2a2 = parse_spec_text(
       R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
-  const Tile tall2 = untuned_tile(w2a2, conv_problem(w2a2, {128, 256, 14, 14, 256}), h100);
+  const Tile tall2 = untuned_default_core_tile(w2a2, conv_problem(w2a2, {128, 256, 14, 14, 256}), h100);
   CHECK(tall2.bm == 128);
   CHECK(tall2.bn == 64);
-  CHECK(untuned_tile(conv, conv_problem(conv, {128, 64, 56, 56, 64}), h100).bm == 64);
-  CHECK(untuned_tile(conv, conv_problem(conv, {8, 128, 28, 28, 128}), h100).bm == 64);
+  CHECK(untuned_default_core_tile(conv, conv_problem(conv, {128, 64, 56, 56, 64}), h100).bm == 64);
+  CHECK(untuned_default_core_tile(conv, conv_problem(conv, {8, 128, 28, 28, 128}), h100).bm == 64);
   // w2a8 with K >= 2048 bits over a wave: 128x16 of one warpgroup column, whose wgmma covers
   // all 8 X planes; K = 1152 (C = 128) keeps the heuristic's 64x32 with two along N.
   auto stacked_planes = [&](const KernelSpec& s, const Tile& t) {
@@ -338,13 +340,13 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   for (const ConvShape& shape : {ConvShape{128, 512, 7, 7, 512}, ConvShape{128, 256, 14, 14, 256}, ConvShape{8, 256, 14, 14, 256}}) {
     CAPTURE(shape.N);
     CAPTURE(shape.C);
-    const Tile t8 = untuned_tile(w2a8, conv_problem(w2a8, shape), h100);
+    const Tile t8 = untuned_default_core_tile(w2a8, conv_problem(w2a8, shape), h100);
     CHECK(t8.bm == 128);
     CHECK(t8.bn == 16);
     CHECK(t8.warps_n == 1);
     CHECK(stacked_planes(w2a8, t8) == 8);
   }
-  const Tile short_k = untuned_tile(w2a8, conv_problem(w2a8, {128, 128, 28, 28, 128}), h100);
+  const Tile short_k = untuned_default_core_tile(w2a8, conv_problem(w2a8, {128, 128, 28, 28, 128}), h100);
   CHECK(short_k.bm == 64);
   CHECK(short_k.bn == 32);
   CHECK(short_k.warps_n == 2);
@@ -352,7 +354,7 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   // w2a4 (8 plane pairs) was not measured with this tile and keeps its own.
   const KernelSpec w2a4 = parse_spec_text(
       R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":4,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
-  CHECK_FALSE(untuned_tile(w2a4, conv_problem(w2a4, {128, 512, 7, 7, 512}), h100).bn == 16);
+  CHECK_FALSE(untuned_default_core_tile(w2a4, conv_problem(w2a4, {128, 512, 7, 7, 512}), h100).bn == 16);
   // Stages: 4 where they fit, and on the tall tiles of 3x3 convs over a wave, 512-bit steps
   // with the deepest pipeline that keeps the blocks per SM (deep_conv_tile): 14x14 C=O=256's
   // 784 tiles of 128x64 take 6 stages (two blocks). 7x7 C=O=512's 392 tiles, one wave of three
@@ -364,7 +366,7 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
     const KernelSpec ck = canonicalize(k);
     return rules::conv_blocks_per_sm(ck, "sm_90a", rules::kernel_plane_groups(ck, "sm_90a"));
   };
-  const Tile seven = untuned_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100);
+  const Tile seven = untuned_default_core_tile(conv, conv_problem(conv, {128, 512, 7, 7, 512}), h100);
   CHECK(seven.bm == 128);
   CHECK(seven.bn == 64);
   CHECK(seven.stages == 4);
@@ -373,15 +375,15 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   CHECK(blocks_of(conv, half) == 2);
   KernelSpec conv_s2 = conv;
   conv_s2.conv.sh = conv_s2.conv.sw = 2;
-  const Tile s2 = untuned_tile(conv_s2, conv_problem(conv_s2, {128, 256, 14, 14, 512}), h100);
+  const Tile s2 = untuned_default_core_tile(conv_s2, conv_problem(conv_s2, {128, 256, 14, 14, 512}), h100);
   CHECK(s2 == Tile{128, 64, 512, 4, 8, 1});
   CHECK(blocks_of(conv_s2, s2) == 3);
-  CHECK(untuned_tile(conv_s2, conv_problem(conv_s2, {128, 128, 28, 28, 256}), h100) == Tile{128, 64, 512, 6, 8, 1});
+  CHECK(untuned_default_core_tile(conv_s2, conv_problem(conv_s2, {128, 128, 28, 28, 256}), h100) == Tile{128, 64, 512, 6, 8, 1});
   CHECK(tall.stages == 4);
   // w2a2's 7x7 C=O=512 tile keeps its 1024-bit steps: the deepest 512-bit tile that keeps
   // its one block (6 x 512) holds fewer bits in flight than 4 x 1024 (a rule without that
   // test ran 4 x 512 with two blocks there: 26.85 against 24.63 us).
-  const Tile seven2 = untuned_tile(w2a2, conv_problem(w2a2, {128, 512, 7, 7, 512}), h100);
+  const Tile seven2 = untuned_default_core_tile(w2a2, conv_problem(w2a2, {128, 512, 7, 7, 512}), h100);
   CHECK(seven2.bk == 1024);
   CHECK(seven2.stages == 4);
   // A fused chain keeps the tile before this rule (its registers stay at two blocks).
@@ -389,17 +391,17 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
   chain.epilogue = parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],
           "epilogue":[{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}]})").epilogue;
-  const Tile seven_chain = untuned_tile(chain, conv_problem(chain, {128, 512, 7, 7, 512}), h100);
+  const Tile seven_chain = untuned_default_core_tile(chain, conv_problem(chain, {128, 512, 7, 7, 512}), h100);
   CHECK(seven_chain.bk == 1024);
   CHECK(seven_chain.stages == 3);
   const KernelSpec w1a4 = parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":4,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
-  const Tile wide4 = untuned_tile(w1a4, conv_problem(w1a4, {128, 64, 56, 56, 64}), h100);
+  const Tile wide4 = untuned_default_core_tile(w1a4, conv_problem(w1a4, {128, 64, 56, 56, 64}), h100);
   CHECK(wide4.bn == 128);
   CHECK(wide4.stages == 4);
   // Where 512-bit stages do not fit the device's shared memory, the 256-bit wgmma tile.
   const Target small{"sm_90a", "small shared memory", 132, 48 * 1024};
-  const Tile narrow = untuned_tile(conv, batch, small);
+  const Tile narrow = untuned_default_core_tile(conv, batch, small);
   KernelSpec on_small = conv;
   on_small.tile = narrow;
   CHECK(narrow.bk == 256);
@@ -410,10 +412,80 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[1,1],"stride":[1,1],"pad":[0,0]})");
   const Problem small_k = conv_problem(conv1, {1, 128, 16, 16, 128});
   CHECK(small_k.K_bits == 128);
-  CHECK(untuned_tile(conv1, small_k, h100).bk < 1024);
+  CHECK(untuned_default_core_tile(conv1, small_k, h100).bk < 1024);
   // Other archs: the heuristic as it is.
-  CHECK(untuned_tile(conv, paper, nominal_target("sm_90")) ==
+  CHECK(untuned_default_core_tile(conv, paper, nominal_target("sm_90")) ==
         rules::heuristic_tile(conv, paper.M, paper.N, paper.K_bits, 132, 227 * 1024));
+}
+
+TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs whose blocks get two tiles") {
+  const KernelSpec w1a2 = parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  KernelSpec s2 = w1a2;
+  s2.conv.sh = s2.conv.sw = 2;
+  const KernelSpec w2a2 = parse_spec_text(
+      R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  const Target h100 = nominal_target("sm_90a");
+  auto halo = [](int bn) {
+    Tile t{128, bn, 256, 2, 8, 1};
+    t.halo = true;
+    return t;
+  };
+  // The bench's batch-128 layers: 14x14 at stride 1 in two tiles of 7 rows x 16 columns (the
+  // widest bn, 128, would make tiles of 8 and 6 rows); 7x7 at stride 1 (9 columns) and 7x7
+  // out of 14x14 at stride 2 (8 columns) a whole image in 64.
+  CHECK(untuned_tile(w1a2, conv_problem(w1a2, {128, 256, 14, 14, 256}), h100) == halo(112));
+  CHECK(untuned_tile(w1a2, conv_problem(w1a2, {128, 512, 7, 7, 512}), h100) == halo(64));
+  CHECK(untuned_tile(s2, conv_problem(s2, {128, 256, 14, 14, 512}), h100) == halo(64));
+  // w2a2's four accumulator groups cap bn at 64: 14x14 as four tiles of 4 rows (64 columns).
+  CHECK(untuned_tile(w2a2, conv_problem(w2a2, {128, 256, 14, 14, 256}), h100) == halo(64));
+  CHECK(untuned_tile(w2a2, conv_problem(w2a2, {128, 512, 7, 7, 512}), h100) == halo(64));
+  // Every halo choice launches: its shared memory fits and its grid holds the rows.
+  for (const ConvShape& shape : {ConvShape{128, 256, 14, 14, 256}, ConvShape{128, 512, 7, 7, 512}, ConvShape{256, 768, 7, 7, 256},
+                                 ConvShape{512, 256, 28, 28, 256}}) {
+    CAPTURE(shape.C);
+    CAPTURE(shape.H);
+    const std::optional<Tile> t = untuned_halo_tile(w1a2, conv_problem(w1a2, shape), h100);
+    REQUIRE(t);
+    KernelSpec k = w1a2;
+    k.tile = *t;
+    CHECK(rules::launchable(k, "sm_90a", h100.max_smem));
+    CHECK(rules::halo_launch_error(k, shape.C, shape.O, shape.H, shape.W, h100.max_smem, h100.sm_count) == "");
+  }
+  // Batch 32 gives half of 7x7x512's 132 blocks a tile (4 M tiles of 33 blocks), batch 16 less.
+  CHECK(untuned_halo_tile(w1a2, conv_problem(w1a2, {32, 512, 7, 7, 512}), h100));
+  // Where it does not apply, the default cores' tile: batch 8 or 16 (under half of the
+  // blocks would get a tile), C = 128 or 1024, w2a8 (bn 16 at most), a fused chain, 5x5 or
+  // pad 0, other archs, and O past 128 rows an SM.
+  auto not_halo = [&](const KernelSpec& s, const ConvShape& shape, const Target& t) {
+    const Problem p = conv_problem(s, shape);
+    INFO(canonical_json(s), " on ", t.arch, ": ", p.shape.dump());
+    CHECK_FALSE(untuned_halo_tile(s, p, t));
+    CHECK(untuned_tile(s, p, t) == untuned_default_core_tile(s, p, t));
+  };
+  not_halo(w1a2, {8, 256, 14, 14, 256}, h100);
+  not_halo(w1a2, {16, 512, 7, 7, 512}, h100);
+  not_halo(w1a2, {1, 256, 16, 16, 256}, h100);
+  not_halo(s2, {128, 128, 28, 28, 256}, h100);
+  not_halo(w1a2, {128, 1024, 7, 7, 1024}, h100);
+  not_halo(parse_spec_text(
+               R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":8,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})"),
+           {128, 256, 14, 14, 256}, h100);
+  KernelSpec chain = w1a2;
+  chain.epilogue = parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],
+          "epilogue":[{"op":"relu"}]})").epilogue;
+  not_halo(chain, {128, 256, 14, 14, 256}, h100);
+  KernelSpec k5 = w1a2;
+  k5.conv.kh = k5.conv.kw = 5;
+  k5.conv.ph = k5.conv.pw = 2;
+  not_halo(k5, {128, 256, 14, 14, 256}, h100);
+  KernelSpec pad0 = w1a2;
+  pad0.conv.ph = pad0.conv.pw = 0;
+  not_halo(pad0, {128, 256, 14, 14, 256}, h100);
+  not_halo(w1a2, {128, 256, 14, 14, 256}, nominal_target("sm_90"));
+  not_halo(w1a2, {128, 256, 14, 14, 256}, nominal_target("sm_80"));
+  not_halo(w1a2, {128, 256, 14, 14, 128 * 133}, h100);
 }
 
 TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's tiles only on sm_90a") {

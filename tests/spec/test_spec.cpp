@@ -1040,24 +1040,27 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   // 1024 + W (36 KB) + 4 stages of 2 planes x 2 boxes + two stagings of 64 x 136 words + 9 barriers.
   CHECK(apnn::rules::halo_shared_bytes(s, 256, s1) == 1024 + 36864 + 4 * 2 * 2 * 2304 + 2 * 64 * 136 * 4 + 9 * 8);
   const int limit = apnn::rules::kMaxSharedBytes;
-  CHECK(apnn::rules::halo_launch_error(s, 256, 14, 14, limit).empty());
-  CHECK(apnn::rules::halo_launch_error(s, 512, 14, 14, limit).empty());
+  CHECK(apnn::rules::halo_launch_error(s, 256, 256, 14, 14, limit, 132).empty());
+  CHECK(apnn::rules::halo_launch_error(s, 512, 256, 14, 14, limit, 132).empty());
   // C = 768 keeps 108 KB of W: with 4 stages of 112-column boxes it passes the limit, with 2
   // stages of a 9x9 output's 64 columns it fits.
-  CHECK(contains(apnn::rules::halo_launch_error(s, 768, 14, 14, limit), "shared memory"));
+  CHECK(contains(apnn::rules::halo_launch_error(s, 768, 256, 14, 14, limit, 132), "shared memory"));
   s.tile = Tile{128, 64, 256, 2, 8, 1, 1, true};
-  CHECK(apnn::rules::halo_launch_error(s, 768, 9, 9, limit).empty());
+  CHECK(apnn::rules::halo_launch_error(s, 768, 256, 9, 9, limit, 132).empty());
   s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
   for (int64_t c : {128, 384, 1024}) {
-    const std::string why = apnn::rules::halo_launch_error(s, c, 14, 14, limit);
+    const std::string why = apnn::rules::halo_launch_error(s, c, 256, 14, 14, limit, 132);
     CHECK(contains(why, "in-channels " + std::to_string(c)));
     CHECK(contains(why, "256, 512, 768"));
   }
-  CHECK(contains(apnn::rules::halo_launch_error(s, 256, 14, 200, limit), "200-wide"));
+  CHECK(contains(apnn::rules::halo_launch_error(s, 256, 256, 14, 200, limit, 132), "200-wide"));
+  // A block an M tile: 133 tiles of 128 rows need more SMs than 132.
+  CHECK(apnn::rules::halo_launch_error(s, 256, 128 * 132, 14, 14, limit, 132).empty());
+  CHECK(contains(apnn::rules::halo_launch_error(s, 256, 128 * 132 + 1, 14, 14, limit, 132), "out-channels 16897 make 133 tiles"));
   s.w = {2, Encoding::Signed};
   s.conv = {3, 3, 2, 2, 1, 1};
   s.tile = Tile{128, 64, 256, 8, 8, 1, 1, true};
-  const std::string smem = apnn::rules::halo_launch_error(s, 768, 11, 11, limit);
+  const std::string smem = apnn::rules::halo_launch_error(s, 768, 256, 11, 11, limit, 132);
   CHECK(contains(smem, "shared memory"));
   CHECK(contains(smem, "768 in-channels"));
 }
