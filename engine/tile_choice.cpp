@@ -161,9 +161,6 @@ std::string halo_problem_error(const KernelSpec& s, const Problem& p, const Targ
 
 std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   if (t.arch != "sm_90a" || s.op != Op::Apconv || !s.epilogue.empty()) return std::nullopt;
-  // Two stages: of 2, 3 and 4 (apnn verify, batch 128, session 26 call 4), 2 was fastest on 5
-  // of the 7 layer/precision rows and within 1.3% on the others (n128-14x14x256 w1a2: 16.07
-  // against 15.86 us; whole-image tiles lost up to 6% with more).
   Tile c{128, 128, 256, 2, 8, 1};
   c.halo = true;
   // bn: the widest the accumulators allow (w2a2 at n128-14x14x256: bn 64 / 48 / 32 took
@@ -180,6 +177,17 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   if (widest.rows <= 0) return std::nullopt;
   const int64_t rows = (o.Ho + widest.row_tiles - 1) / widest.row_tiles;
   c.bn = static_cast<int>((rows * widest.pw + 15) / 16 * 16);
+  // Stages: 4 at stride 1 where a tile has under 36 wgmmas a warpgroup (9 positions x C/256
+  // slices x plane pairs): its loads must run further ahead of its short mainloop; else 2.
+  // apnn verify, batch 128 (session 26 calls 3, 4, 8): n128-14x14x256 w1a2 (18 wgmmas) 4
+  // stages 15.51-15.86 us against 2 stages' 16.04-16.33; with 36 (7x7x512 w1a2, w2a2 and
+  // w1a4 at 14x14x256) and at stride 2 (four strided phase boxes a plane) 2 stages were
+  // 0.6-6% faster than 4.
+  const int64_t wgmmas = 9 * (o.C / 256) * s.w.bits * s.x.bits;
+  if (s.conv.sh == 1 && wgmmas < 36) {
+    c.stages = 4;
+    if (!halo_problem_error(with_tile(s, c), p, t).empty()) c.stages = 2;
+  }
   if (!halo_problem_error(with_tile(s, c), p, t).empty()) return std::nullopt;
   // Where at least half of its grid's blocks (an SM each) get a tile. Against the default
   // core (apnn verify, session 26 calls 4-6): batch 128 (3.9 tiles a block) 1.05-1.8x faster

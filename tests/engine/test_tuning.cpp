@@ -426,15 +426,16 @@ TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs w
   const KernelSpec w2a2 = parse_spec_text(
       R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
   const Target h100 = nominal_target("sm_90a");
-  auto halo = [](int bn) {
-    Tile t{128, bn, 256, 2, 8, 1};
+  auto halo = [](int bn, int stages = 2) {
+    Tile t{128, bn, 256, stages, 8, 1};
     t.halo = true;
     return t;
   };
   // The bench's batch-128 layers: 14x14 at stride 1 in two tiles of 7 rows x 16 columns (the
   // widest bn, 128, would make tiles of 8 and 6 rows); 7x7 at stride 1 (9 columns) and 7x7
   // out of 14x14 at stride 2 (8 columns) a whole image in 64.
-  CHECK(untuned_tile(w1a2, conv_problem(w1a2, {128, 256, 14, 14, 256}), h100) == halo(112));
+  // Stages: 4 where a tile's mainloop is short (w1a2 at C = 256, stride 1: 18 wgmmas).
+  CHECK(untuned_tile(w1a2, conv_problem(w1a2, {128, 256, 14, 14, 256}), h100) == halo(112, 4));
   CHECK(untuned_tile(w1a2, conv_problem(w1a2, {128, 512, 7, 7, 512}), h100) == halo(64));
   CHECK(untuned_tile(s2, conv_problem(s2, {128, 256, 14, 14, 512}), h100) == halo(64));
   // w2a2's four accumulator groups cap bn at 64: 14x14 as four tiles of 4 rows (64 columns).
