@@ -42,7 +42,7 @@ struct Row {
   uint64_t checked = 0, mismatches = 0;  // ours: output elements compared with the CPU reference
   nlohmann::json spec;     // ours: the canonical kernel spec
   std::string tile_source; // ours: "tuned" (apnn tune's recorded winner) or "untuned"
-  std::string core;        // ours: "wgmma", "wgmma-tmaC" (tile.cluster C) or "mma.sync" (rules::use_wgmma)
+  std::string core;        // ours: "wgmma", "wgmma-halo" (tile.core halo), "wgmma-tmaC" (tile.cluster C) or "mma.sync"
   OutputAlone out_alone;  // ours: the shape's int32 outputs written alone (0: not measured)
 };
 
