@@ -160,7 +160,11 @@ std::string halo_problem_error(const KernelSpec& s, const Problem& p, const Targ
 }
 
 std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, const Target& t) {
-  if (t.arch != "sm_90a" || s.op != Op::Apconv || !s.epilogue.empty()) return std::nullopt;
+  // APNN_DISABLE_WGMMA (comparisons against mma.sync) keeps every untuned tile off wgmma.
+  if (t.arch != "sm_90a" || s.op != Op::Apconv || !s.epilogue.empty() || rules::wgmma_disabled_by_env())
+    return std::nullopt;
+  // Up to 4 plane pairs, as measured (w1a2, w2a2, w1a4); w2a4, w1a8 and up were not.
+  if (s.w.bits * s.x.bits > 4) return std::nullopt;
   Tile c{128, 128, 256, 2, 8, 1};
   c.halo = true;
   // bn: the widest the accumulators allow (w2a2 at n128-14x14x256: bn 64 / 48 / 32 took
@@ -168,9 +172,10 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // grid rows that make as many tiles an image (14x14 at stride 1: 8 rows of 16 columns
   // make tiles of 8 and 6 rows; 7 rows make two of 7 in 112 columns).
   while (c.bn > 16 && !rules::halo_tile_error(c, s.w, s.x).empty()) c.bn -= 16;
-  // Not a 3x3 pad-1 conv of stride 1 or 2, or too many accumulators for bn 32: w2a8's 16
-  // groups allow bn 16, which ran 1.2-2.4x slower than the default core's stacked tile
-  // (n128 14x14x256 110.4 against 93.3 us, 7x7x512 186.0 against 77.1; session 26 call 6).
+  // Not a 3x3 pad-1 conv of stride 1 or 2, or too many accumulators for bn 32 (w2a8's 16
+  // groups allow bn 16, which ran 1.2-2.4x slower than the default core's stacked tile: n128
+  // 14x14x256 110.4 against 93.3 us, 7x7x512 186.0 against 77.1; session 26 call 6). A small
+  // image's grid may still round to bn 16 below.
   if (c.bn < 32 || !rules::halo_kernel_error(c, s).empty()) return std::nullopt;
   const HaloOutput o = halo_output(s, p);
   const rules::HaloGeometry widest = rules::halo_geometry(s.conv.sh, o.Ho, o.Wo, c.bn);
@@ -189,11 +194,11 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
     if (!halo_problem_error(with_tile(s, c), p, t).empty()) c.stages = 2;
   }
   if (!halo_problem_error(with_tile(s, c), p, t).empty()) return std::nullopt;
-  // Where at least half of its grid's blocks (an SM each) get a tile. Against the default
-  // core (apnn verify, session 26 calls 4-6): batch 128 (3.9 tiles a block) 1.05-1.8x faster
-  // on every layer and precision it takes, batch 64 1.06-1.5x, batch 32 (one tile a block,
-  // half of one on 7x7x512) 1.01-1.33x; batch 8 (a quarter of the blocks get one) 1.2-2.0x
-  // slower.
+  // Where the tiles of an M tile number at least half the SMs it may have (a block an SM,
+  // conv_runner.cpp's grid). Against the default core (apnn verify, session 26 calls 4-6):
+  // batch 128 (3.9 tiles an SM) 1.05-1.8x faster on every layer and precision it takes,
+  // batch 64 1.06-1.5x, batch 32 (about one tile an SM) 1.01-1.33x; batch 8 (a quarter
+  // of the SMs get a tile) 1.2-2.0x slower.
   const int64_t blocks_per_m = t.sm_count / ((p.M + 127) / 128);
   const int64_t tiles = o.N * rules::halo_geometry(s.conv.sh, o.Ho, o.Wo, c.bn).row_tiles;
   if (2 * tiles < blocks_per_m) return std::nullopt;

@@ -37,16 +37,19 @@ const char* tile_source_name(TileSource s);  // "spec" | "tuned" | "untuned"
 // Tuned winner (database at TuningDb::default_path()) or heuristic, for `target`.
 KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t, TileSource* source = nullptr);
 // What a request without a recorded winner gets (what `apnn tune` compares its winner with):
-// on sm_90a the halo core for the plain 3x3 convs it runs faster (batch 128 and up), the
-// wgmma core's tile for a plain APMM where it fills half a wave and K >= 1024 bits; else the paper's heuristic, adjusted on sm_90a where it lands on the wgmma core
+// on sm_90a the halo core for the plain 3x3 convs it runs faster (untuned_halo_tile), the
+// wgmma core's tile for a plain APMM where it fills half a wave and K >= 1024 bits; else the
+// paper's heuristic, adjusted on sm_90a where it lands on the wgmma core
 // (APMM with K < 1024: warps along N, on mma.sync; APConv: one warpgroup column for narrow
 // tiles, bk 1024 under a wave; over a wave, tall tiles of 3x3 convs with 512-bit steps and
 // deeper pipelines, or three blocks per SM where they fill the waves better).
 // engine/tile_choice.cpp says which measurements fitted these.
 Tile untuned_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 // Its two parts: the halo core's tile (templates/conv_sm90a_halo.cuh) for a plain 3x3 pad-1
-// APConv of stride 1 or 2 on sm_90a whose size the core runs and whose blocks get at least
-// two tiles each; else (nullopt) the default cores' tile below.
+// APConv of stride 1 or 2 on sm_90a, up to 4 plane pairs, whose size the core runs, whose
+// accumulators allow bn 32, and whose tiles of an M tile number at least half the SMs it may
+// have (batch 32 and up on the bench's 7x7-14x14 layers); not while APNN_DISABLE_WGMMA is
+// set. Else (nullopt) the default cores' tile below.
 std::optional<Tile> untuned_halo_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 Tile untuned_default_core_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 // rules::halo_launch_error for a halo tile's spec and a conv problem on target t.

@@ -197,8 +197,9 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
                 if (keep(t)) out.push_back(t);
               }
             }
-  // The halo core's tiles (a plain 3x3 pad-1 conv of stride 1 or 2 on sm_90a); whether the
-  // shape fits one (C, shared memory) is the launch's check, which the sweep records.
+  // The halo core's tiles (a plain 3x3 pad-1 conv of stride 1 or 2 on sm_90a; not while
+  // APNN_DISABLE_WGMMA asks for mma.sync). tune() keeps those whose launch fits the shape.
+  if (rules::wgmma_disabled_by_env()) return out;
   for (int bn = 16; bn <= 128; bn += 16)
     for (int stages : {2, 3, 4}) {
       Tile t{128, bn, 256, stages, 8, 1};

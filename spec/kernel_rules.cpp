@@ -313,13 +313,19 @@ bool quantize_sums_stored(const KernelSpec& spec, bool wgmma_core, int64_t M) {
          M <= spec.tile->bm;
 }
 
+bool wgmma_disabled_by_env() {
+  const char* off = std::getenv("APNN_DISABLE_WGMMA");
+  return off && *off && std::strcmp(off, "0") != 0;
+}
+
 bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
   if (arch != "sm_90a" || !spec.tile) return false;
-  if (spec.tile->halo) return true;  // a wgmma core without an mma.sync form: APNN_DISABLE_WGMMA does not apply
+  // A wgmma core without an mma.sync form: only an explicit tile takes it while
+  // APNN_DISABLE_WGMMA is set (the untuned choice and apnn tune then leave it out).
+  if (spec.tile->halo) return true;
   // The TMA core stores the plain int32 output only; the cp.async core runs every chain.
   if (spec.op == Op::Apmm && !spec.epilogue.empty() && spec.tile->cluster > 1) return false;
-  const char* off = std::getenv("APNN_DISABLE_WGMMA");
-  if (off && *off && std::strcmp(off, "0") != 0) return false;
+  if (wgmma_disabled_by_env()) return false;
   const Tile& t = *spec.tile;
   return wgmma_tile_error(t, spec.w, spec.x).empty() && wgmma_core_bytes(t, spec) <= kMaxSharedBytes;
 }

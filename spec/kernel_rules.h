@@ -114,6 +114,8 @@ int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandForma
 // (with a chain's staging and an APConv's column table in shared memory), and the variable
 // APNN_DISABLE_WGMMA unset or "0" (the mma.sync core then runs the same tile, for comparisons).
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
+// Whether APNN_DISABLE_WGMMA asks for the mma.sync core (set, and not "0").
+bool wgmma_disabled_by_env();
 // An APMM quantize chain on the wgmma core stages one code byte per output, bn columns of bm
 // + 16 rows (templates/epilogue.cuh, quantized_store), in its own region after the pipeline
 // (templates/apmm_sm90a.cuh); 0 for other chains.

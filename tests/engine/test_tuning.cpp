@@ -418,7 +418,7 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
         rules::heuristic_tile(conv, paper.M, paper.N, paper.K_bits, 132, 227 * 1024));
 }
 
-TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs whose blocks get two tiles") {
+TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs with tiles for half the SMs") {
   const KernelSpec w1a2 = parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
   KernelSpec s2 = w1a2;
@@ -441,23 +441,29 @@ TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs w
   // w2a2's four accumulator groups cap bn at 64: 14x14 as four tiles of 4 rows (64 columns).
   CHECK(untuned_tile(w2a2, conv_problem(w2a2, {128, 256, 14, 14, 256}), h100) == halo(64));
   CHECK(untuned_tile(w2a2, conv_problem(w2a2, {128, 512, 7, 7, 512}), h100) == halo(64));
-  // Every halo choice launches: its shared memory fits and its grid holds the rows.
-  for (const ConvShape& shape : {ConvShape{128, 256, 14, 14, 256}, ConvShape{128, 512, 7, 7, 512}, ConvShape{256, 768, 7, 7, 256},
-                                 ConvShape{512, 256, 28, 28, 256}}) {
-    CAPTURE(shape.C);
-    CAPTURE(shape.H);
-    const std::optional<Tile> t = untuned_halo_tile(w1a2, conv_problem(w1a2, shape), h100);
-    REQUIRE(t);
-    KernelSpec k = w1a2;
-    k.tile = *t;
-    CHECK(rules::launchable(k, "sm_90a", h100.max_smem));
-    CHECK(rules::halo_launch_error(k, shape.C, shape.O, shape.H, shape.W, h100.max_smem, h100.sm_count) == "");
-  }
-  // Batch 32 gives half of 7x7x512's 132 blocks a tile (4 M tiles of 33 blocks), batch 16 less.
+  // Every halo choice launches (rules::halo_launch_error on the output size: C, M tiles,
+  // the grid row in bn and a box, shared memory), at both strides.
+  for (const KernelSpec& s : {w1a2, s2})
+    for (const ConvShape& shape : {ConvShape{128, 256, 14, 14, 256}, ConvShape{128, 512, 7, 7, 512},
+                                   ConvShape{256, 768, 7, 7, 256}, ConvShape{512, 256, 28, 28, 256}}) {
+      const Problem p = conv_problem(s, shape);
+      INFO(canonical_json(s), " ", p.shape.dump());
+      const std::optional<Tile> t = untuned_halo_tile(s, p, h100);
+      REQUIRE(t);
+      KernelSpec k = s;
+      k.tile = *t;
+      CHECK(rules::launchable(k, "sm_90a", h100.max_smem));
+      CHECK(halo_problem_error(k, p, h100) == "");
+    }
+  // Where 4 stages do not fit the device's shared memory (144456 bytes at 14x14x256), 2.
+  const Target small{"sm_90a", "130 KB shared memory", 132, 130000};
+  CHECK(untuned_tile(w1a2, conv_problem(w1a2, {128, 256, 14, 14, 256}), small) == halo(112, 2));
+  // Batch 32 puts 32 tiles on 7x7x512's 33 SMs an M tile (4 M tiles); batch 16, under half.
   CHECK(untuned_halo_tile(w1a2, conv_problem(w1a2, {32, 512, 7, 7, 512}), h100));
-  // Where it does not apply, the default cores' tile: batch 8 or 16 (under half of the
-  // blocks would get a tile), C = 128 or 1024, w2a8 (bn 16 at most), a fused chain, 5x5 or
-  // pad 0, other archs, and O past 128 rows an SM.
+  // Where it does not apply, the default cores' tile: batch 8 or 16 (tiles for under half
+  // the SMs), C = 128 or 1024, w2a8 (bn 16 at most) and w2a4 (8 plane pairs, not measured), a
+  // fused chain, 5x5, pad 0, stride 3 or 2x1, a row wider than bn, other archs, O past 128
+  // rows an SM, and APNN_DISABLE_WGMMA.
   auto not_halo = [&](const KernelSpec& s, const ConvShape& shape, const Target& t) {
     const Problem p = conv_problem(s, shape);
     INFO(canonical_json(s), " on ", t.arch, ": ", p.shape.dump());
@@ -487,6 +493,39 @@ TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs w
   not_halo(w1a2, {128, 256, 14, 14, 256}, nominal_target("sm_90"));
   not_halo(w1a2, {128, 256, 14, 14, 256}, nominal_target("sm_80"));
   not_halo(w1a2, {128, 256, 14, 14, 128 * 133}, h100);
+  not_halo(parse_spec_text(
+               R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":4,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})"),
+           {128, 256, 14, 14, 256}, h100);
+  KernelSpec s3 = w1a2;
+  s3.conv.sh = s3.conv.sw = 3;
+  not_halo(s3, {128, 256, 14, 14, 256}, h100);
+  KernelSpec s21 = w1a2;
+  s21.conv.sh = 2;
+  not_halo(s21, {128, 256, 14, 14, 256}, h100);
+  not_halo(w1a2, {128, 256, 4, 300, 256}, h100);  // a grid row of 302 columns
+  setenv("APNN_DISABLE_WGMMA", "1", 1);
+  not_halo(w1a2, {128, 256, 14, 14, 256}, h100);
+  unsetenv("APNN_DISABLE_WGMMA");
+}
+
+TEST_CASE("legal_tiles: the halo core's tiles for a plain 3x3 pad-1 conv on sm_90a only") {
+  const KernelSpec conv = parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  auto halos = [](const std::vector<Tile>& tiles) {
+    return std::count_if(tiles.begin(), tiles.end(), [](const Tile& t) { return t.halo; });
+  };
+  const int limit = 227 * 1024;
+  CHECK(halos(legal_tiles(conv, "sm_90a", limit)) == 8 * 3);  // bn 16..128 x 2-4 stages
+  CHECK(halos(legal_tiles(conv, "sm_90", limit)) == 0);
+  CHECK(halos(legal_tiles(conv, "sm_80", limit)) == 0);
+  CHECK(halos(legal_tiles(w1a2(), "sm_90a", limit)) == 0);  // an APMM
+  KernelSpec k5 = conv;
+  k5.conv.kh = k5.conv.kw = 5;
+  k5.conv.ph = k5.conv.pw = 2;
+  CHECK(halos(legal_tiles(k5, "sm_90a", limit)) == 0);
+  setenv("APNN_DISABLE_WGMMA", "1", 1);  // mma.sync comparisons: no wgmma-only core
+  CHECK(halos(legal_tiles(conv, "sm_90a", limit)) == 0);
+  unsetenv("APNN_DISABLE_WGMMA");
 }
 
 TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's tiles only on sm_90a") {
