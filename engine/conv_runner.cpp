@@ -184,7 +184,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     void* hargs[] = {&wmap, &xmap, &rowsum, &possum, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv, &kgeo};
     d.block_x = rules::kHaloThreads;
     d.smem_bytes = static_cast<unsigned>(rules::halo_shared_bytes(s, g.C, geo));
-    d.grid_x = static_cast<unsigned>(tiles_m * std::min<int64_t>(dev.sm_count / tiles_m, tiles));
+    d.grid_x = static_cast<unsigned>(rules::halo_grid(g.O, tiles, dev.sm_count));
     d.early_start = true;  // the kernel waits for the previous one before touching memory
     kernel_->module->launch(kConvKernel, d, hargs);
     return;

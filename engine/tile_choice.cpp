@@ -199,9 +199,8 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // batch 128 (3.9 tiles an SM) 1.05-1.8x faster on every layer and precision it takes,
   // batch 64 1.06-1.5x, batch 32 (about one tile an SM) 1.01-1.33x; batch 8 (a quarter
   // of the SMs get a tile) 1.2-2.0x slower.
-  const int64_t blocks_per_m = t.sm_count / ((p.M + 127) / 128);
   const int64_t tiles = o.N * rules::halo_geometry(s.conv.sh, o.Ho, o.Wo, c.bn).row_tiles;
-  if (2 * tiles < blocks_per_m) return std::nullopt;
+  if (2 * tiles < rules::halo_sms_per_m_tile(p.M, t.sm_count)) return std::nullopt;
   return c;
 }
 

@@ -462,6 +462,12 @@ HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn) {
   return g;
 }
 
+int64_t halo_sms_per_m_tile(int64_t O, int sm_count) { return sm_count / ((O + 127) / 128); }
+
+int64_t halo_grid(int64_t O, int64_t tiles, int sm_count) {
+  return (O + 127) / 128 * std::min<int64_t>(halo_sms_per_m_tile(O, sm_count), tiles);
+}
+
 int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo) {
   const Tile& t = *spec.tile;
   const int64_t chunks = C / 128, phases = spec.conv.sh == 1 ? 1 : 4;

@@ -210,6 +210,11 @@ struct HaloGeometry {
   int pw = 0, rows = 0, row_tiles = 0, box_rows = 0, slot_bytes = 0;
 };
 HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn);
+// The launch's blocks: each keeps one M tile of 128 output channels (its W stays in shared
+// memory) and takes a share of that M tile's `tiles` (image, row block) pairs, at most one
+// block an SM: M tiles x min(halo_sms_per_m_tile, tiles). Valid where M tiles <= SMs.
+int64_t halo_sms_per_m_tile(int64_t O, int sm_count);
+int64_t halo_grid(int64_t O, int64_t tiles, int sm_count);
 // Dynamic shared memory of a launch with C input channels: 1024 for alignment, W (p planes x
 // 9 positions x C/8 bytes x 128 rows), the stages (q planes x phases x C/128 boxes), the two
 // warpgroups' output staging, and the barriers.

@@ -1030,6 +1030,16 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   }
   const auto s1 = halo_geometry(1, 14, 14, 112);
   CHECK(halo_geometry(1, 7, 100, 64).rows == 0);  // a row of 102 columns does not fit 64
+  // The grid: a block an SM, each keeping one M tile of 128 channels. O = 256 on 132 SMs:
+  // 66 SMs an M tile, 132 blocks for 256 tiles an M tile, 2 x 10 for 10; O = 200 is two M
+  // tiles too; O = 512 is four of 33; O = 16896 is 132 of one.
+  CHECK(apnn::rules::halo_sms_per_m_tile(256, 132) == 66);
+  CHECK(apnn::rules::halo_grid(256, 256, 132) == 132);
+  CHECK(apnn::rules::halo_grid(256, 10, 132) == 20);
+  CHECK(apnn::rules::halo_grid(200, 256, 132) == 132);
+  CHECK(apnn::rules::halo_grid(512, 128, 132) == 132);
+  CHECK(apnn::rules::halo_grid(512, 20, 132) == 80);
+  CHECK(apnn::rules::halo_grid(128 * 132, 3, 132) == 132);
 
   KernelSpec s;
   s.op = apnn::Op::Apconv;
