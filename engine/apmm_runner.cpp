@@ -10,6 +10,7 @@
 #include "engine/tile_choice.h"
 #include "generator/generate.h"
 #include "runtime/device.h"
+#include "runtime/tensor_map.h"
 #include "runtime/driver_api.h"
 #include "spec/kernel_rules.h"
 
@@ -70,37 +71,29 @@ namespace {
 // in boxes of 32 words (the 1024-bit K step: 128 bytes, the 128-byte swizzle) by box_rows
 // rows by box_planes planes. Out-of-range boxes read zeros.
 CUtensorMap operand_map(const PackedOperand& op, int planes, unsigned box_rows, unsigned box_planes) {
-  CUtensorMap map;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(op.ld), static_cast<cuuint64_t>(op.rows),
-                              static_cast<cuuint64_t>(planes)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(op.ld) * 4, static_cast<cuuint64_t>(op.rows * op.ld) * 4};
-  const cuuint32_t box[3] = {32, box_rows, box_planes};
-  const cuuint32_t unit[3] = {1, 1, 1};
-  driver::check(driver::api().TensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3,
-                                                   reinterpret_cast<void*>(op.planes.ptr()), dims, strides, box, unit,
-                                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                "cuTensorMapEncodeTiled", [&] {
-                  return fmt::format("operand {} planes x {} rows x {} words, box {}x{}x32", planes, op.rows, op.ld,
-                                     box_planes, box_rows);
-                });
-  return map;
+  const TiledMapShape shape{CU_TENSOR_MAP_DATA_TYPE_UINT32,
+                            4,
+                            3,
+                            {static_cast<cuuint64_t>(op.ld), static_cast<cuuint64_t>(op.rows), static_cast<cuuint64_t>(planes)},
+                            {32, box_rows, box_planes},
+                            CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B};
+  return encode_tiled_map(op.planes.ptr(), shape, [&] {
+    return fmt::format("operand {} planes x {} rows x {} words, box {}x{}x32", planes, op.rows, op.ld, box_planes, box_rows);
+  });
 }
 
 // The int32 output (M rows of N) as a 2-D tensor for the wgmma core's staged bulk stores:
 // boxes of 32 columns (128 bytes, the 128-byte swizzle) by one warpgroup's 64 rows.
 CUtensorMap output_map(const DeviceBuffer& y, int64_t M, int64_t N) {
-  CUtensorMap map;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(M)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(N) * 4};
-  const cuuint32_t box[2] = {32, 64};
-  const cuuint32_t unit[2] = {1, 1};
-  driver::check(driver::api().TensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_INT32, 2, reinterpret_cast<void*>(y.ptr()),
-                                                   dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                                   CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                "cuTensorMapEncodeTiled", [&] { return fmt::format("int32 output {} x {}", M, N); });
-  return map;
+  const TiledMapShape shape{CU_TENSOR_MAP_DATA_TYPE_INT32,
+                            4,
+                            2,
+                            {static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(M)},
+                            {32, 64},
+                            CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_NONE};
+  return encode_tiled_map(y.ptr(), shape, [&] { return fmt::format("int32 output {} x {}", M, N); });
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "generator/generate.h"
 #include "runtime/device.h"
 #include "runtime/driver_api.h"
+#include "runtime/tensor_map.h"
 #include "spec/kernel_rules.h"
 
 namespace apnn {
@@ -35,18 +36,19 @@ static_assert(sizeof(rules::HaloGeometry) == 20, "pw, rows, row_tiles, box_rows,
 // every `stride`-th pixel (element strides), from column -1 (padding reads zeros).
 CUtensorMap halo_map(const DeviceBuffer& planes, const cuuint64_t (&dims)[4], const cuuint32_t (&box)[4], int stride,
                      const char* what) {
-  CUtensorMap map;
-  const cuuint64_t strides[3] = {dims[0], dims[0] * dims[1], dims[0] * dims[1] * dims[2]};
-  const cuuint32_t steps[4] = {1, static_cast<cuuint32_t>(stride), static_cast<cuuint32_t>(stride), 1};
-  driver::check(driver::api().TensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, reinterpret_cast<void*>(planes.ptr()),
-                                                   dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                                   CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                "cuTensorMapEncodeTiled", [&] {
-                  return fmt::format("halo core {} {}x{}x{}x{} bytes, box {}x{}x{}x{}", what, dims[0], dims[1], dims[2],
-                                     dims[3], box[0], box[1], box[2], box[3]);
-                });
-  return map;
+  const cuuint32_t s = static_cast<cuuint32_t>(stride);
+  const TiledMapShape shape{CU_TENSOR_MAP_DATA_TYPE_UINT8,
+                            1,
+                            4,
+                            {dims[0], dims[1], dims[2], dims[3]},
+                            {box[0], box[1], box[2], box[3]},
+                            CU_TENSOR_MAP_SWIZZLE_NONE,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                            {1, s, s, 1}};
+  return encode_tiled_map(planes.ptr(), shape, [&] {
+    return fmt::format("halo core {} {}x{}x{}x{} bytes, box {}x{}x{}x{}", what, dims[0], dims[1], dims[2], dims[3], box[0],
+                       box[1], box[2], box[3]);
+  });
 }
 
 }  // namespace

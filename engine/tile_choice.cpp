@@ -142,21 +142,17 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
 
 namespace {
 
-// A conv problem's output size (3x3, pad 1: the only convs the halo core runs).
-struct HaloOutput {
-  int64_t N, C, Ho, Wo;
-};
-HaloOutput halo_output(const KernelSpec& s, const Problem& p) {
-  const int64_t H = p.shape.at("height").get<int64_t>(), W = p.shape.at("width").get<int64_t>();
-  return {p.shape.at("batch").get<int64_t>(), p.shape.at("in_channels").get<int64_t>(), (H - 1) / s.conv.sh + 1,
-          (W - 1) / s.conv.sw + 1};
+// A conv problem's geometry, from the shape conv_problem recorded.
+ConvGeometry problem_geometry(const KernelSpec& s, const Problem& p) {
+  const auto dim = [&](const char* k) { return p.shape.at(k).get<int64_t>(); };
+  return conv_geometry(s, ConvShape{dim("batch"), dim("in_channels"), dim("height"), dim("width"), dim("out_channels")});
 }
 
 }  // namespace
 
 std::string halo_problem_error(const KernelSpec& s, const Problem& p, const Target& t) {
-  const HaloOutput o = halo_output(s, p);
-  return rules::halo_launch_error(s, o.C, p.M, o.Ho, o.Wo, t.max_smem, t.sm_count);
+  const ConvGeometry g = problem_geometry(s, p);
+  return rules::halo_launch_error(s, g.C, g.O, g.Ho(), g.Wo(), t.max_smem, t.sm_count);
 }
 
 std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, const Target& t) {
@@ -177,10 +173,10 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // 14x14x256 110.4 against 93.3 us, 7x7x512 186.0 against 77.1; session 26 call 6). A small
   // image's grid may still round to bn 16 below.
   if (c.bn < 32 || !rules::halo_kernel_error(c, s).empty()) return std::nullopt;
-  const HaloOutput o = halo_output(s, p);
-  const rules::HaloGeometry widest = rules::halo_geometry(s.conv.sh, o.Ho, o.Wo, c.bn);
+  const ConvGeometry g = problem_geometry(s, p);
+  const rules::HaloGeometry widest = rules::halo_geometry(s.conv.sh, g.Ho(), g.Wo(), c.bn);
   if (widest.rows <= 0) return std::nullopt;
-  const int64_t rows = (o.Ho + widest.row_tiles - 1) / widest.row_tiles;
+  const int64_t rows = (g.Ho() + widest.row_tiles - 1) / widest.row_tiles;
   c.bn = static_cast<int>((rows * widest.pw + 15) / 16 * 16);
   // Stages: 4 at stride 1 where a tile has under 36 wgmmas a warpgroup (9 positions x C/256
   // slices x plane pairs): its loads must run further ahead of its short mainloop; else 2.
@@ -188,7 +184,7 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // stages 15.51-15.86 us against 2 stages' 16.04-16.33; with 36 (7x7x512 w1a2, w2a2 and
   // w1a4 at 14x14x256) and at stride 2 (four strided phase boxes a plane) 2 stages were
   // 0.6-6% faster than 4.
-  const int64_t wgmmas = 9 * (o.C / 256) * s.w.bits * s.x.bits;
+  const int64_t wgmmas = 9 * (g.C / 256) * s.w.bits * s.x.bits;
   if (s.conv.sh == 1 && wgmmas < 36) {
     c.stages = 4;
     if (!halo_problem_error(with_tile(s, c), p, t).empty()) c.stages = 2;
@@ -199,8 +195,8 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // batch 128 (3.9 tiles an SM) 1.05-1.8x faster on every layer and precision it takes,
   // batch 64 1.06-1.5x, batch 32 (about one tile an SM) 1.01-1.33x; batch 8 (a quarter
   // of the SMs get a tile) 1.2-2.0x slower.
-  const int64_t tiles = o.N * rules::halo_geometry(s.conv.sh, o.Ho, o.Wo, c.bn).row_tiles;
-  if (2 * tiles < rules::halo_sms_per_m_tile(p.M, t.sm_count)) return std::nullopt;
+  const int64_t tiles = g.N * rules::halo_geometry(s.conv.sh, g.Ho(), g.Wo(), c.bn).row_tiles;
+  if (2 * tiles < rules::halo_sms_per_m_tile(g.O, t.sm_count)) return std::nullopt;
   return c;
 }
 

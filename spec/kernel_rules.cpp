@@ -462,25 +462,33 @@ HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn) {
   return g;
 }
 
-int64_t halo_sms_per_m_tile(int64_t O, int sm_count) { return sm_count / ((O + 127) / 128); }
+namespace {
+
+int64_t halo_m_tiles(int64_t O) { return (O + 127) / 128; }  // a block keeps one M tile of 128 channels
+// The resident W: p planes x 9 positions x C/128 chunks x 128 rows x 16 bytes.
+int64_t halo_w_bytes(const KernelSpec& spec, int64_t C) { return spec.w.bits * 9 * (C / 128) * 128 * 16; }
+
+}  // namespace
+
+int64_t halo_sms_per_m_tile(int64_t O, int sm_count) { return sm_count / halo_m_tiles(O); }
 
 int64_t halo_grid(int64_t O, int64_t tiles, int sm_count) {
-  return (O + 127) / 128 * std::min<int64_t>(halo_sms_per_m_tile(O, sm_count), tiles);
+  return halo_m_tiles(O) * std::min<int64_t>(halo_sms_per_m_tile(O, sm_count), tiles);
 }
 
 int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo) {
   const Tile& t = *spec.tile;
   const int64_t chunks = C / 128, phases = spec.conv.sh == 1 ? 1 : 4;
   const int64_t pitch = t.bn + (8 - t.bn % 32 + 32) % 32;  // conv_sm90a_halo.cuh's kStgPitch
-  return 1024 + spec.w.bits * 9 * chunks * 128 * 16 + t.stages * spec.x.bits * phases * chunks * geo.slot_bytes +
-         2 * 64 * pitch * 4 + (2 * t.stages + 1) * 8;
+  return 1024 + halo_w_bytes(spec, C) + t.stages * spec.x.bits * phases * chunks * geo.slot_bytes + 2 * 64 * pitch * 4 +
+         (2 * t.stages + 1) * 8;
 }
 
 std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int64_t Ho, int64_t Wo, int max_smem,
                               int sm_count) {
   const Tile& t = *spec.tile;
   // A block keeps one M tile (its W stays in shared memory): the grid is a multiple of them.
-  if (const int64_t tiles_m = (O + 127) / 128; tiles_m > sm_count)
+  if (const int64_t tiles_m = halo_m_tiles(O); tiles_m > sm_count)
     return fmt::format("shape: out-channels {} make {} tiles of 128 rows, more than the {} SMs the halo core's blocks (one "
                        "M tile each) need",
                        O, tiles_m, sm_count);
@@ -494,7 +502,7 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int6
                        "(a row at most bn columns, a box at most 256 per side)",
                        Wo, g.pw, t.bn);
   if (const int64_t smem = halo_shared_bytes(spec, C, g); smem > max_smem) {
-    const int64_t w_bytes = spec.w.bits * 9 * (C / 128) * 128 * 16;  // the resident W
+    const int64_t w_bytes = halo_w_bytes(spec, C);
     return fmt::format("shape: tile.core \"halo\" needs {} bytes of shared memory for {} in-channels ({} of them W's, {} "
                        "stages), limit {}: {}",
                        smem, C, w_bytes, t.stages, max_smem,

@@ -101,7 +101,7 @@ struct Halo {
                 // columns -1 + cb.., every other one (the map's element strides).
                 const int ra = ph / 2, cb = ph % 2;
                 const int h0 = S == 1 ? ho0 - 1 : 2 * ho0 - 1 + ra, w0 = S == 1 ? -1 : -1 + cb;
-                tma_load_4d(st + p * kPlaneX + ph * kPhaseX + h * kHalfX, xm, 16 * h, w0, h0, 2 * n + p, full, keep);
+                apnn::ptx::tma_load_4d(st + p * kPlaneX + ph * kPhaseX + h * kHalfX, xm, 16 * h, w0, h0, 2 * n + p, full, keep);
               }
         }
       }
@@ -109,15 +109,6 @@ struct Halo {
     }
     apnn::ptx::setmaxnreg_inc<232>();
     consume(wbase, sbase, stg0, full0, empty0, wfull, xsum, y, s, m0, first, step, tiles);
-  }
-
-  static __device__ __forceinline__ void tma_load_4d(u32 dst, const apnn::TmaMap* map, int c0, int c1, int c2, int c3,
-                                                     u32 bar, u64 policy) {
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, "
-        "%3, %4, %5}], [%6], %7;\n" ::"r"(dst),
-        "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar), "l"(policy)
-        : "memory");
   }
 
   static __device__ void consume(u32 wbase, u32 sbase, u32 stg0, u32 full0, u32 empty0, u32 wfull,
