@@ -465,7 +465,7 @@ HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn) {
 namespace {
 
 int64_t halo_m_tiles(int64_t O) { return (O + 127) / 128; }  // a block keeps one M tile of 128 channels
-// The resident W: p planes x 9 positions x C/128 chunks x 128 rows x 16 bytes.
+// The resident W: p planes x 9 positions x C/256 k256 slices x 128 rows x 32 bytes.
 int64_t halo_w_bytes(const KernelSpec& spec, int64_t C) { return spec.w.bits * 9 * (C / 128) * 128 * 16; }
 
 }  // namespace

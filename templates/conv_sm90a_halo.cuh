@@ -14,10 +14,12 @@
 // - Stride 2: four phase grids (input rows 2i-1 / 2i x columns 2k-1 / 2k, boxes loaded with
 //   element strides of 2); position (kh, kw) reads phase (kh == 1, kw == 1) shifted by
 //   (kh == 2) rows and (kw == 2) columns of its grid.
-// - A block keeps one M tile (128 output channels): its W (p planes x 9 positions x C/128
-//   chunks x 128 rows x 16 bytes) is loaded once and stays; a pipeline stage is one tile's
-//   boxes (q planes x phases x chunks). Rows past O are zero-filled (a 4-D map with O its
-//   own dimension).
+// - A block keeps one M tile (128 output channels): its W (p planes x 9 positions x C/256
+//   k256 slices x 128 rows x 32 bytes, each slice a box of the 32-byte swizzle) is loaded
+//   once and stays; a pipeline stage is one tile's boxes (q planes x phases x chunks). Rows
+//   past O are zero-filled (a 4-D map with O its own dimension). W came in 16-byte chunks
+//   until session 27: the copy engine's 16-byte rows made its load most of the prologue
+//   (without it n128-14x14x256 ran 14.0 against 15.7 us, 7x7x512 12.7 against 15.6).
 // - Warps: two consumer warpgroups (rows 0-63, 64-127), then a producer warpgroup whose
 //   first thread issues every copy and whose registers go to the consumers (setmaxnreg, as
 //   the TMA GEMM core's wide tiles). Warpgroup 1 starts once warpgroup 0's first wgmmas are
@@ -54,7 +56,7 @@ struct ConvSm90aHalo {
   static constexpr int kBN = T::kBN;
   static constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
   static constexpr int kPhases = kS == 1 ? 1 : 4;
-  static constexpr int kChunkW = 128 * 16;  // W: one 16-byte chunk of one position, 128 rows
+  static constexpr int kSliceW = 128 * 32;  // W: one k256 slice of one position, 128 rows of 32 bytes (32-byte swizzle)
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging
   using Frag = GemmSm80<T>;    // the accumulator fragment and its combine
@@ -70,7 +72,7 @@ struct ConvSm90aHalo {
       chunks = cw / 4;
       stage_bytes = T::kXBits * kPhases * chunks * geo.slot_bytes;
       w = base;
-      stages = w + T::kWBits * 9 * chunks * kChunkW;
+      stages = w + T::kWBits * 9 * (chunks / 2) * kSliceW;
       staging = stages + T::kStages * stage_bytes;
       full0 = staging + 2 * kStgBytes;
       empty0 = full0 + T::kStages * 8;
@@ -127,11 +129,12 @@ struct ConvSm90aHalo {
     ptx::prefetch_tma_map(wmap);
     ptx::prefetch_tma_map(xmap);
     const u64 keep = ptx::policy_evict_last();
-    ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * L.chunks * kChunkW);
+    const int slices = L.chunks / 2;
+    ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * slices * kSliceW);
     for (int s = 0; s < T::kWBits; ++s)
       for (int pos = 0; pos < 9; ++pos)
-        for (int h = 0; h < L.chunks; ++h)
-          ptx::tma_load_4d(L.w + ((s * 9 + pos) * L.chunks + h) * kChunkW, wmap, 16 * h, pos, m0, s, L.wfull, keep);
+        for (int k = 0; k < slices; ++k)
+          ptx::tma_load_4d(L.w + ((s * 9 + pos) * slices + k) * kSliceW, wmap, 32 * k, pos, m0, s, L.wfull, keep);
     const int box_bytes = geo.box_rows * geo.pw * 16;
     int i = 0;
     for (int t = first; t < tiles; t += step, ++i) {
@@ -188,8 +191,10 @@ struct ConvSm90aHalo {
                                  int tiles) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2, tid = threadIdx.x & 127;
     const int g = lane >> 2, tig = lane & 3;
-    // Both operands non-swizzled K-major: SBO 128 between 8-row groups, LBO between chunks.
-    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + wg * 64 * 16, kChunkW, 128, 0);
+    // W K-major in the 32-byte swizzle (layout 3): SBO 256 between 8-row groups, a k256 slice
+    // one row. X non-swizzled K-major (the shifts by whole 16-byte rows need it): SBO 128,
+    // LBO between chunks.
+    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + wg * 64 * 32, 16, 256, 3);
     const ptx::WgmmaDesc db = ptx::wgmma_desc(L.stages, geo.slot_bytes, 128, 0);
     const u32 stg = L.staging + wg * kStgBytes;
     const int O = prob.a_rows, HoWo = prob.Ho * prob.Wo, row0 = m0 + wg * 64;
@@ -226,13 +231,13 @@ struct ConvSm90aHalo {
           const bool first_step = pos == 0 && k == 0;
 #pragma unroll
           for (int s = 0; s < T::kWBits; ++s) {
-            const u32 a = da.lo + static_cast<u32>((((s * 9 + pos) * L.chunks + 2 * k) * kChunkW) >> 4);
+            const u32 a = da.lo + static_cast<u32>((((s * 9 + pos) * kSlices + k) * kSliceW) >> 4);
 #pragma unroll
             for (int x = 0; x < T::kXBits; ++x) {
               const u32 b = b_slot + static_cast<u32>((((x * kPhases + phase) * L.chunks + 2 * k) * geo.slot_bytes) >> 4) + shift;
 #pragma unroll
               for (int r = 0; r < T::repeat(s, x); ++r)
-                ptx::WgmmaB1<kBN>::mma(acc[T::group_of(s, x)][0], a, b, da.hi,
+                ptx::WgmmaB1<kBN>::mma(acc[T::group_of(s, x)][0], a, da.hi, b, db.hi,
                                        !first_step || r > 0 || !first_of_group<T>(s, x));
             }
           }
