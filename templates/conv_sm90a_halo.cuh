@@ -15,11 +15,12 @@
 //   element strides of 2); position (kh, kw) reads phase (kh == 1, kw == 1) shifted by
 //   (kh == 2) rows and (kw == 2) columns of its grid.
 // - A block keeps one M tile (128 output channels): its W (p planes x 9 positions x C/256
-//   k256 slices x 128 rows x 32 bytes, each slice a box of the 32-byte swizzle) is loaded
-//   once and stays; a pipeline stage is one tile's boxes (q planes x phases x chunks). Rows
-//   past O are zero-filled (a 4-D map with O its own dimension). W came in 16-byte chunks
-//   until session 27: the copy engine's 16-byte rows made its load most of the prologue
-//   (without it n128-14x14x256 ran 14.0 against 15.7 us, 7x7x512 12.7 against 15.6).
+//   k256 slices x 128 rows x 32 bytes) is loaded once and stays, in boxes of 64-byte rows
+//   (two slices, the 64-byte swizzle) where C is a multiple of 512, else of 32-byte rows
+//   (one slice, the 32-byte swizzle); a pipeline stage is one tile's boxes (q planes x
+//   phases x chunks). Rows past O are zero-filled (a 4-D map with O its own dimension). W
+//   came in 16-byte rows until session 27, and its load was most of the prologue: without
+//   it n128-14x14x256 ran 14.0 against 15.7 us, 7x7x512 12.7 against 15.6.
 // - Warps: two consumer warpgroups (rows 0-63, 64-127), then a producer warpgroup whose
 //   first thread issues every copy and whose registers go to the consumers (setmaxnreg, as
 //   the TMA GEMM core's wide tiles). Warpgroup 1 starts once warpgroup 0's first wgmmas are
@@ -56,7 +57,10 @@ struct ConvSm90aHalo {
   static constexpr int kBN = T::kBN;
   static constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
   static constexpr int kPhases = kS == 1 ? 1 : 4;
-  static constexpr int kSliceW = 128 * 32;  // W: one k256 slice of one position, 128 rows of 32 bytes (32-byte swizzle)
+  static constexpr int kSliceW = 128 * 32;  // W: one k256 slice of one position, 128 rows of 32 bytes
+  // W's box rows: 64 bytes (two k256 slices, the 64-byte swizzle) where the slices a
+  // position pair up (C = 512), else 32 (the 32-byte swizzle). engine/conv_runner.cpp's map agrees.
+  static constexpr __host__ __device__ int w_row_bytes(int slices) { return slices % 2 == 0 ? 64 : 32; }
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging
   using Frag = GemmSm80<T>;    // the accumulator fragment and its combine
@@ -129,12 +133,12 @@ struct ConvSm90aHalo {
     ptx::prefetch_tma_map(wmap);
     ptx::prefetch_tma_map(xmap);
     const u64 keep = ptx::policy_evict_last();
-    const int slices = L.chunks / 2;
+    const int slices = L.chunks / 2, row = w_row_bytes(slices), boxes = slices * 32 / row;
     ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * slices * kSliceW);
     for (int s = 0; s < T::kWBits; ++s)
       for (int pos = 0; pos < 9; ++pos)
-        for (int k = 0; k < slices; ++k)
-          ptx::tma_load_4d(L.w + ((s * 9 + pos) * slices + k) * kSliceW, wmap, 32 * k, pos, m0, s, L.wfull, keep);
+        for (int b = 0; b < boxes; ++b)
+          ptx::tma_load_4d(L.w + ((s * 9 + pos) * boxes + b) * 128 * row, wmap, row * b, pos, m0, s, L.wfull, keep);
     const int box_bytes = geo.box_rows * geo.pw * 16;
     int i = 0;
     for (int t = first; t < tiles; t += step, ++i) {
@@ -191,10 +195,11 @@ struct ConvSm90aHalo {
                                  int tiles) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2, tid = threadIdx.x & 127;
     const int g = lane >> 2, tig = lane & 3;
-    // W K-major in the 32-byte swizzle (layout 3): SBO 256 between 8-row groups, a k256 slice
-    // one row. X non-swizzled K-major (the shifts by whole 16-byte rows need it): SBO 128,
-    // LBO between chunks.
-    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + wg * 64 * 32, 16, 256, 3);
+    // W K-major in the 32- or 64-byte swizzle (layout 3 or 2): SBO 8 rows, a k256 slice a row
+    // or its half (the second half 32 bytes on). X non-swizzled K-major (the shifts by whole
+    // 16-byte rows need it): SBO 128, LBO between chunks.
+    constexpr int kRow = w_row_bytes(kSlices), kPerRow = kRow / 32, kBoxes = kSlices / kPerRow;
+    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + wg * 64 * kRow, 16, 8 * kRow, kRow == 64 ? 2 : 3);
     const ptx::WgmmaDesc db = ptx::wgmma_desc(L.stages, geo.slot_bytes, 128, 0);
     const u32 stg = L.staging + wg * kStgBytes;
     const int O = prob.a_rows, HoWo = prob.Ho * prob.Wo, row0 = m0 + wg * 64;
@@ -231,7 +236,8 @@ struct ConvSm90aHalo {
           const bool first_step = pos == 0 && k == 0;
 #pragma unroll
           for (int s = 0; s < T::kWBits; ++s) {
-            const u32 a = da.lo + static_cast<u32>((((s * 9 + pos) * kSlices + k) * kSliceW) >> 4);
+            const u32 a =
+                da.lo + static_cast<u32>(((((s * 9 + pos) * kBoxes + k / kPerRow) * 128 * kRow) + (k % kPerRow) * 32) >> 4);
 #pragma unroll
             for (int x = 0; x < T::kXBits; ++x) {
               const u32 b = b_slot + static_cast<u32>((((x * kPhases + phase) * L.chunks + 2 * k) * geo.slot_bytes) >> 4) + shift;
