@@ -58,8 +58,8 @@ struct ConvSm90aHalo {
   static constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
   static constexpr int kPhases = kS == 1 ? 1 : 4;
   static constexpr int kSliceW = 128 * 32;  // W: one k256 slice of one position, 128 rows of 32 bytes
-  // W's box rows: 64 bytes (two k256 slices, the 64-byte swizzle) where the slices a
-  // position pair up (C = 512), else 32 (the 32-byte swizzle). engine/conv_runner.cpp's map agrees.
+  // W's box rows: 64 bytes (two k256 slices, the 64-byte swizzle) where a position's slices
+  // pair up (C = 512), else 32 (the 32-byte swizzle); engine/conv_runner.cpp's map agrees.
   static constexpr __host__ __device__ int w_row_bytes(int slices) { return slices % 2 == 0 ? 64 : 32; }
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging
