@@ -178,13 +178,13 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     const uint64_t cw_bytes = static_cast<uint64_t>(cw) * 4;
     const cuuint64_t wdims[4] = {cw_bytes, static_cast<cuuint64_t>(g.kh * g.kw), static_cast<cuuint64_t>(g.O),
                                  static_cast<cuuint64_t>(s.w.bits)};
-    const bool w64 = g.C % 512 == 0;  // ConvSm90aHalo::w_row_bytes
-    const cuuint32_t wbox[4] = {w64 ? 64u : 32u, 1, 128, 1};
+    const int w_row = rules::halo_w_row_bytes(g.C);
+    const cuuint32_t wbox[4] = {static_cast<cuuint32_t>(w_row), 1, 128, 1};
     const cuuint64_t xdims[4] = {cw_bytes, static_cast<cuuint64_t>(g.W), static_cast<cuuint64_t>(g.H),
                                  static_cast<cuuint64_t>(g.N * s.x.bits)};
     const cuuint32_t xbox[4] = {16, static_cast<cuuint32_t>(geo.pw * g.sh), static_cast<cuuint32_t>(geo.box_rows * g.sh), 1};
     CUtensorMap wmap =
-        halo_map(w.planes, wdims, wbox, 1, w64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B, "weights");
+        halo_map(w.planes, wdims, wbox, 1, w_row == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B, "weights");
     CUtensorMap xmap = halo_map(x.planes, xdims, xbox, g.sh, CU_TENSOR_MAP_SWIZZLE_NONE, "activations");
     rules::HaloGeometry kgeo = geo;
     void* hargs[] = {&wmap, &xmap, &rowsum, &possum, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv, &kgeo};

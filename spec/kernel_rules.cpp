@@ -466,7 +466,7 @@ namespace {
 
 int64_t halo_m_tiles(int64_t O) { return (O + 127) / 128; }  // a block keeps one M tile of 128 channels
 // The resident W: p planes x 9 positions x C/256 k256 slices x 128 rows x 32 bytes.
-int64_t halo_w_bytes(const KernelSpec& spec, int64_t C) { return spec.w.bits * 9 * (C / 128) * 128 * 16; }
+int64_t halo_w_bytes(const KernelSpec& spec, int64_t C) { return spec.w.bits * 9 * (C / 256) * 128 * 32; }
 
 }  // namespace
 

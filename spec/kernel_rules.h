@@ -215,6 +215,10 @@ HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn);
 // block an SM: M tiles x min(halo_sms_per_m_tile, tiles). Valid where M tiles <= SMs.
 int64_t halo_sms_per_m_tile(int64_t O, int sm_count);
 int64_t halo_grid(int64_t O, int64_t tiles, int sm_count);
+// The bytes of a row of W's boxes (its tensor map's inner box and swizzle span): 64 (two
+// k256 slices, the 64-byte swizzle) where C is a multiple of 512, else 32 (one slice, the
+// 32-byte swizzle). The kernel's ConvSm90aHalo::w_row_bytes makes the same choice from C/256.
+inline constexpr int halo_w_row_bytes(int64_t C) { return C % 512 == 0 ? 64 : 32; }
 // Dynamic shared memory of a launch with C input channels: 1024 for alignment, W (p planes x
 // 9 positions x C/8 bytes x 128 rows), the stages (q planes x phases x C/128 boxes), the two
 // warpgroups' output staging, and the barriers.

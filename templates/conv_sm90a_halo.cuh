@@ -58,9 +58,10 @@ struct ConvSm90aHalo {
   static constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
   static constexpr int kPhases = kS == 1 ? 1 : 4;
   static constexpr int kSliceW = 128 * 32;  // W: one k256 slice of one position, 128 rows of 32 bytes
-  // W's box rows: 64 bytes (two k256 slices, the 64-byte swizzle) where a position's slices
-  // pair up (C = 512), else 32 (the 32-byte swizzle); engine/conv_runner.cpp's map agrees.
-  static constexpr __host__ __device__ int w_row_bytes(int slices) { return slices % 2 == 0 ? 64 : 32; }
+  // W's box rows: 64 bytes (two k256 slices, the 64-byte swizzle) where C is a multiple of
+  // 512 (its slices pair up), else 32 (the 32-byte swizzle); the runner's map takes
+  // rules::halo_w_row_bytes(C), the same choice.
+  static constexpr int w_row_bytes(int slices) { return slices % 2 == 0 ? 64 : 32; }
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging
   using Frag = GemmSm80<T>;    // the accumulator fragment and its combine
@@ -195,11 +196,12 @@ struct ConvSm90aHalo {
                                  int tiles) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2, tid = threadIdx.x & 127;
     const int g = lane >> 2, tig = lane & 3;
-    // W K-major in the 32- or 64-byte swizzle (layout 3 or 2): SBO 8 rows, a k256 slice a row
-    // or its half (the second half 32 bytes on). X non-swizzled K-major (the shifts by whole
+    // W K-major in the 32- or 64-byte swizzle: SBO 8 rows, a k256 slice a row or its half (the
+    // second half 32 bytes on; LBO unused). X non-swizzled K-major (the shifts by whole
     // 16-byte rows need it): SBO 128, LBO between chunks.
     constexpr int kRow = w_row_bytes(kSlices), kPerRow = kRow / 32, kBoxes = kSlices / kPerRow;
-    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + wg * 64 * kRow, 16, 8 * kRow, kRow == 64 ? 2 : 3);
+    constexpr u32 kWSwizzle = kRow == 64 ? 2 : 3;  // the descriptor's layout: 2 the 64-byte swizzle, 3 the 32-byte
+    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + wg * 64 * kRow, 16, 8 * kRow, kWSwizzle);
     const ptx::WgmmaDesc db = ptx::wgmma_desc(L.stages, geo.slot_bytes, 128, 0);
     const u32 stg = L.staging + wg * kStgBytes;
     const int O = prob.a_rows, HoWo = prob.Ho * prob.Wo, row0 = m0 + wg * 64;

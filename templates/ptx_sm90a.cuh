@@ -47,7 +47,7 @@ __device__ __forceinline__ WgmmaDesc wgmma_desc(u32 saddr, u32 lbo_bytes, u32 sb
 }
 
 // D(64 x N) = popc(A(64 x 256) & B(N x 256)) + (accumulate ? D : 0), A and B K-major in
-// shared memory (or A in registers, the second form). D is the
+// shared memory (or A in registers, the last form). D is the
 // warpgroup's accumulator fragment: per 8-column chunk i, d[i][0..3] = (g, 2t), (g, 2t+1),
 // (g+8, 2t), (g+8, 2t+1) of the warp's 16 rows (g = lane/4, t = lane%4).
 template <int N>

@@ -120,13 +120,16 @@ TEST_CASE("sm_90a halo core: strides 1 and 2, C 256-768, O and output rows past 
   Engine engine;
   // O = 200, 130, 136 leave rows of the last M tile past the weights (zero-filled boxes);
   // 13 output rows take a full and a part tile of 7 (and 5 rows in bn 16 a part of 2); 10x13
-  // is not square; C = 512 and 768 run 2 and 3 k256 slices a position; pm1 activations add the
-  // border's weight sums (conv_sm80.cuh's correction), unsigned weights none.
+  // is not square; C = 512 and 768 run 2 and 3 k256 slices a position (W in one 64-byte or
+  // three 32-byte swizzled boxes); pm1 activations add the border's weight sums
+  // (conv_sm80.cuh's correction), unsigned weights none.
   const struct { int p; Encoding we; int q; Encoding xe; int stride, bn, stages; std::vector<ConvShape> shapes; } cases[] = {
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 112, 4,
        {{3, 256, 13, 13, 200}, {2, 256, 14, 14, 128}, {1, 512, 7, 7, 130}, {2, 256, 10, 13, 64}}},
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 2, 64, 2, {{5, 256, 15, 15, 136}, {2, 256, 14, 14, 256}, {1, 512, 11, 11, 128}}},
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 64, 2, {{2, 768, 9, 9, 130}}},
+      // C = 768 at stride 2: W's three 32-byte boxes a position against four phase grids.
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 2, 48, 2, {{2, 768, 9, 9, 130}}},
       {2, Encoding::Signed, 2, Encoding::Unsigned, 1, 64, 3, {{4, 256, 7, 7, 128}, {2, 512, 7, 7, 136}}},
       {1, Encoding::Unsigned, 4, Encoding::Unsigned, 2, 48, 2, {{2, 256, 9, 9, 64}}},
       {1, Encoding::Pm1, 2, Encoding::Pm1, 1, 16, 8, {{1, 256, 5, 5, 128}, {2, 512, 3, 4, 16}}},

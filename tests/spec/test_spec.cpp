@@ -1049,6 +1049,11 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
   // 1024 + W (36 KB) + 4 stages of 2 planes x 2 boxes + two stagings of 64 x 136 words + 9 barriers.
   CHECK(apnn::rules::halo_shared_bytes(s, 256, s1) == 1024 + 36864 + 4 * 2 * 2 * 2304 + 2 * 64 * 136 * 4 + 9 * 8);
+  // W's box rows (its map's inner box and swizzle): two k256 slices where C is a multiple of
+  // 512, else one (C = 768: three 32-byte boxes a position).
+  CHECK(apnn::rules::halo_w_row_bytes(256) == 32);
+  CHECK(apnn::rules::halo_w_row_bytes(512) == 64);
+  CHECK(apnn::rules::halo_w_row_bytes(768) == 32);
   const int limit = apnn::rules::kMaxSharedBytes;
   CHECK(apnn::rules::halo_launch_error(s, 256, 256, 14, 14, limit, 132).empty());
   CHECK(apnn::rules::halo_launch_error(s, 512, 256, 14, 14, limit, 132).empty());
