@@ -195,7 +195,7 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // batch 128 (3.9 tiles an SM) 1.05-1.8x faster on every layer and precision it takes,
   // batch 64 1.06-1.5x, batch 32 (about one tile an SM) 1.01-1.33x; batch 8 (a quarter
   // of the SMs get a tile) 1.2-2.0x slower.
-  const int64_t tiles = g.N * rules::halo_geometry(s.conv.sh, g.Ho(), g.Wo(), c.bn).row_tiles;
+  const int64_t tiles = g.N * widest.row_tiles;  // bn's rounding above keeps the widest tile's row tiles
   if (2 * tiles < rules::halo_sms_per_m_tile(g.O, t.sm_count)) return std::nullopt;
   return c;
 }
