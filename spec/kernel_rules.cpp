@@ -447,8 +447,9 @@ std::string halo_kernel_error(const Tile& t, const KernelSpec& spec) {
     return fmt::format("tile.core \"halo\" needs kernel [3, 3], pad [1, 1] and stride [1, 1] or [2, 2], got kernel [{}, {}], "
                        "pad [{}, {}], stride [{}, {}]",
                        c.kh, c.kw, c.ph, c.pw, c.sh, c.sw);
-  if (!spec.epilogue.empty()) return "tile.core \"halo\" has the plain int32 output only: no epilogue chain";
-  return {};
+  if (spec.epilogue.pool())
+    return "tile.core \"halo\" takes chains without a pool (its readout is per output pixel): epilogue has a pool";
+  return check_epilogue_tile(t, spec);
 }
 
 HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn) {

@@ -194,7 +194,7 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec);
 // bm 128 (two consumer warpgroups, warps 8x1, and a producer warpgroup: 384 threads), bn the
 // wgmma's N (a multiple of 16 up to 128: the tile's grid of rows x pw columns fits it), bk
 // 256 (one k256 slice a wgmma), stages 2..8 (tiles in flight), cluster 1; 3x3 kernels, pad 1,
-// stride 1 or 2, the plain int32 output, sm_90a. C is 256, 512 or 768 (W's rows of all 9
+// stride 1 or 2, chains without a pool, sm_90a. C is 256, 512 or 768 (W's rows of all 9
 // positions stay in shared memory): checked at launch (halo_launch_error).
 inline constexpr int kHaloThreads = 384;
 inline constexpr int kHaloMaxAccumulatorRegs = 128;  // of the 232 a consumer takes (setmaxnreg)

@@ -1,6 +1,6 @@
 // APConv on the sm_90a wgmma core from halo tiles (bench/probes/conv_halo_probe.cu measured
-// the design: bench/NOTES.md, session 25): 3x3 kernels, pad 1, stride 1 or 2, plain int32
-// output. conv_sm90a.cuh gathers each X tile with per-thread copies, one input pixel per
+// the design: bench/NOTES.md, session 25): 3x3 kernels, pad 1, stride 1 or 2, and chains
+// without a pool (per-element ops, and a quantize that packs the next layer's planes). conv_sm90a.cuh gathers each X tile with per-thread copies, one input pixel per
 // kernel position; here the copy engine loads each tile's input once:
 //
 // - A tile is geo.rows output rows of one image, computed over a grid geo.pw columns wide
@@ -29,7 +29,9 @@
 // - Epilogue: each warpgroup stages its 64 rows' combined sums (row pitch 8 mod 32 words:
 //   8-byte writes of 8 rows in two wavefronts), then each thread walks one column's rows,
 //   adding the offset encodings' terms (ConvProblem::correction, from the column's
-//   ConvColumn worked out under the mainloop): a warp store is consecutive output pixels.
+//   ConvColumn worked out under the mainloop) and the chain's ops: a warp store is
+//   consecutive output pixels. With a quantize, a thread takes its column's 32-row chunks
+//   instead and gathers each row's code bits into one word a plane (QuantReadout).
 #pragma once
 #include "conv_sm80.cuh"
 #include "ptx_sm90a.cuh"
@@ -52,7 +54,8 @@ struct ConvSm90aHalo {
   static_assert(T::kKh == 3 && T::kKw == 3 && T::kPh == 1 && T::kPw == 1 && T::kSw == kS && (kS == 1 || kS == 2),
                 "halo core: 3x3, pad 1, stride 1 or 2");
   static_assert(T::kBM == 128 && T::kWarpsM == 8 && T::kWarpsN == 1, "halo core: 128 rows, two warpgroups");
-  static_assert(T::Epi::kPlain, "halo core: the plain int32 output");
+  using E = typename T::Epi;
+  static_assert(!E::kPool, "halo core: chains without a pool (rules::halo_kernel_error)");
   static_assert(T::kBN % 16 == 0 && T::kBN <= 128, "halo core: a wgmma N, at most one readout thread a column");
   static constexpr int kBN = T::kBN;
   static constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
@@ -67,6 +70,23 @@ struct ConvSm90aHalo {
   using Frag = GemmSm80<T>;    // the accumulator fragment and its combine
   using Prob = ConvProblem<T>;  // only its epilogue terms (the corrections, visit_pixel)
   using Acc = i32[T::kGroups][1][kBN / 8][4];
+  // A chain's per-channel words sit in each staging row past the tile's columns (a pitch
+  // leaves 8 or 24 words there), written once (a block keeps its M tile), so that the readout
+  // takes a row's with one broadcast load: a quantize by thresholds keeps the thresholds and
+  // code table (ChannelThresholds::code_table), the float ops a RowParams. From global
+  // memory, with the header's arithmetic, a row cost about 25 instructions and the fused
+  // n128-14x14x256 bn+relu+q2 ran 25.6 us against the plain 15.0.
+  static constexpr bool kRowParams = !E::kQThresholds && (E::kScaleBias || E::kQuantize);
+  static constexpr int kRowWords = E::kQThresholds ? 1 << E::kQBits : (kRowParams ? 4 : 0);
+  static_assert(kRowWords <= kStgPitch - kBN && kRowWords <= 8, "halo core: a row's words past its columns");
+  // Row r's RowParams, from the row words at a (row 0's) plus r rows.
+  static __device__ __forceinline__ RowParams row_params_at(u32 a, int r) {
+    RowParams p;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(p.scale), "=f"(p.bias), "=f"(p.q_scale), "=f"(p.q_zero)
+                 : "r"(a + r * kStgPitch * 4));
+    return p;
+  }
 
   // Shared memory from a 1024-byte boundary: W, the stages, the two stagings, then 2 *
   // kStages + 1 mbarriers (rules::halo_shared_bytes counts the same).
@@ -160,17 +180,31 @@ struct ConvSm90aHalo {
     }
   }
 
+  // The chain's output of channel o from its staged sum v (the plain int32 output: v plus
+  // the corrections).
+  static __device__ __forceinline__ typename E::Final value(const Prob& prob, u32 v, int o, const ConvColumn& col) {
+    return E::post(E::pre(static_cast<i32>(v + prob.correction(o, col)), o, prob.epi), o, prob.epi);
+  }
+  // The staged sum at byte address a: volatile (after the warpgroup's barrier) but without a
+  // memory clobber, so that a quantize's threshold loads may be issued around it.
+  static __device__ __forceinline__ u32 staged(u32 a) {
+    u32 v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(a));
+    return v;
+  }
+
   // One thread's readout of its column from the staging: rows r0, r0 + split, ... of the
   // warpgroup's, a warp store being consecutive output pixels. With split a constant and
   // all 64 rows valid the loop unrolls into immediate offsets: a run-time split and row
   // count cost twice the instructions a row (session 26, ncu: the library kernel executed
   // 1.6x the probe's instructions, most of them here).
   struct Readout {
-    u32 stg;    // the staged value of the warpgroup's row 0 at this column
-    i32* y;     // its output
-    int step;   // output elements between channels (Ho*Wo)
-    int row0;   // the warpgroup's first output channel
-    int rows;   // its valid rows: 64 unless O ends inside it
+    u32 stg;                 // the staged value of the warpgroup's row 0 at this column
+    u32 prm;                 // row 0's RowParams (kRowParams)
+    typename E::Final* y;    // its output
+    int step;                // output elements between channels (Ho*Wo)
+    int row0;                // the warpgroup's first output channel
+    int rows;                // its valid rows: 64 unless O ends inside it
     int r0, split;
 
     template <int kSplit>
@@ -185,9 +219,85 @@ struct ConvSm90aHalo {
       for (int r = r0; r < rows; r += split) store(prob, col, r);
     }
     __device__ __forceinline__ void store(const Prob& prob, const ConvColumn& col, int r) const {
-      u32 v;
-      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(stg + r * kStgPitch * 4) : "memory");
-      y[static_cast<i64>(r) * step] = static_cast<i32>(v + prob.correction(row0 + r, col));
+      if constexpr (kRowParams) {
+        const RowParams p = row_params_at(prm, r);
+        const i32 x = static_cast<i32>(staged(stg + r * kStgPitch * 4) + prob.correction(row0 + r, col));
+        y[static_cast<i64>(r) * step] = E::post_row(E::pre_row(x, p), p);
+      } else {
+        u32 v;
+        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(stg + r * kStgPitch * 4) : "memory");
+        y[static_cast<i64>(r) * step] = value(prob, v, row0 + r, col);
+      }
+    }
+  };
+
+  // A quantize chain's readout: one thread a column and 32-row chunk (chunks r0, r0 + split,
+  // ... of the warpgroup's two). Each row's code (the channel's thresholds, or the chain's
+  // float ops) goes bit by bit into one word a plane, so a chunk is kQBits word stores and
+  // one sum where the int32 readout makes 32 stores. Rows past O keep zero bits: every
+  // word of the block's 128 channels is written (the output row is whole 128-channel groups).
+  struct QuantReadout {
+    u32 stg;          // as Readout
+    u32 thr;          // row 0's words: thresholds and code table, or RowParams
+    u32* dst;         // plane 0's word of the warpgroup's first chunk at this pixel
+    i64 plane_words;  // words between planes (Ho*Wo*CW')
+    int row0, O, r0, split;
+
+    // The code of y at row r (channel o): from the row's staged thresholds, else the float ops.
+    __device__ __forceinline__ u32 code(const Prob& prob, i32 y, int o, int r) const {
+      if constexpr (E::kQThresholds) {
+        u32 w[kRowWords];
+        const u32 a = thr + r * kStgPitch * 4;
+        if constexpr (kRowWords == 2) {
+          asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(w[0]), "=r"(w[1]) : "r"(a));
+        } else {
+#pragma unroll
+          for (int k = 0; k < kRowWords; k += 4)
+            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(w[k]), "=r"(w[k + 1]), "=r"(w[k + 2]), "=r"(w[k + 3])
+                         : "r"(a + 4 * k));
+        }
+        // The table shifted by one code per threshold y reaches: an ISETP and a predicated
+        // SHF each (a count of the compares, then one shift, took 2-3 more).
+        u32 x = w[kRowWords - 1];
+#pragma unroll
+        for (int k = 0; k < kRowWords - 1; ++k)
+          asm("{\n .reg .pred p;\n setp.ge.s32 p, %1, %2;\n @p shr.b32 %0, %0, %3;\n}\n"
+              : "+r"(x)
+              : "r"(y), "r"(w[k]), "n"(E::kQBits));
+        return x;  // the code in its low kQBits bits, the higher codes above
+      } else {
+        const RowParams p = row_params_at(thr, r);
+        return quantize_code<E>(static_cast<float>(E::post_row(E::pre_row(y, p), p)), p.q_scale, p.q_zero);
+      }
+    }
+    __device__ __forceinline__ void row(const Prob& prob, const ConvColumn& col, int chunk, int r,
+                                        u32 (&word)[E::kQBits]) const {
+      const int o = row0 + 32 * chunk + r;
+      const u32 v = staged(stg + (32 * chunk + r) * kStgPitch * 4);
+      const u32 c = code(prob, static_cast<i32>(v + prob.correction(o, col)), o, 32 * chunk + r);
+      // Bit s of the code to bit r of plane s's word: a shift and one LOP3 ((a & m) | b).
+#pragma unroll
+      for (int s = 0; s < E::kQBits; ++s) word[s] |= (r >= s ? c << (r - s) : c >> (s - r)) & (1u << r);
+    }
+    __device__ __forceinline__ void run(const Prob& prob, const ConvColumn& col) const {
+      i32 sum = 0;
+      for (int chunk = r0; chunk < 2; chunk += split) {
+        u32 word[E::kQBits] = {};
+        const int valid = O - (row0 + 32 * chunk);
+        if (valid >= 32) {
+#pragma unroll
+          for (int r = 0; r < 32; ++r) row(prob, col, chunk, r, word);
+        } else {
+          for (int r = 0; r < valid; ++r) row(prob, col, chunk, r, word);
+        }
+#pragma unroll
+        for (int s = 0; s < E::kQBits; ++s) {
+          dst[s * plane_words + chunk] = word[s];
+          sum += plane_weight(E::kQBits, E::kQEnc, s) * __popc(word[s]);
+        }
+      }
+      if (sum != 0) atomicAdd(prob.epi.out_sum + col.p, sum);
     }
   };
 
@@ -209,7 +319,26 @@ struct ConvSm90aHalo {
     const int cols = geo.rows * geo.pw, split = 128 / cols;
     const int j = tid % cols, r0 = tid / cols, jr = j / geo.pw, jw = j - jr * geo.pw;
     const bool reads = r0 < split && jw < prob.Wo;
-    i32* y = static_cast<i32*>(prob.epi.out);
+    if constexpr (kRowWords > 0) {
+      // Published to the readout by the first tile's staging barrier.
+      const int o = row0 + tid;
+      if (tid < 64 && o < O) {
+        const u32 a = stg + (tid * kStgPitch + kBN) * 4;
+        if constexpr (E::kQThresholds) {
+          ChannelThresholds<E> th;
+          th.load(prob.epi, o);
+#pragma unroll
+          for (int k = 0; k < kRowWords - 1; ++k)
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a + 4 * k), "r"(th.t[k]) : "memory");
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a + 4 * (kRowWords - 1)), "r"(th.code_table()) : "memory");
+        } else {
+          const RowParams p = row_params<E>(prob.epi, o);
+          asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "f"(p.scale), "f"(p.bias), "f"(p.q_scale),
+                       "f"(p.q_zero)
+                       : "memory");
+        }
+      }
+    }
     ptx::mbar_wait(L.wfull, 0);
     if (wg == 1) ptx::named_barrier(3, 256);  // the skew: after warpgroup 0's first wgmmas
     Acc acc;
@@ -274,12 +403,21 @@ struct ConvSm90aHalo {
       if (col.p >= 0) {
 #pragma unroll
         for (int k = 0; k < 9; ++k) col.colsum += pix[k];
-        const Readout out{stg + j * 4, y + (col.out + row0 * HoWo), HoWo, row0, min(64, O - row0), r0, split};
-        switch (split) {
-          case 1: out.run<1>(prob, col); break;
-          case 2: out.run<2>(prob, col); break;
-          case 4: out.run<4>(prob, col); break;
-          default: out.run<0>(prob, col); break;
+        if constexpr (E::kQuantize) {
+          // Output pixel col.p = n * Ho*Wo + pix of the packed layout (conv_layout.h, CW' = out_cw).
+          u32* planes = static_cast<u32*>(prob.epi.out);
+          const i64 plane_words = static_cast<i64>(HoWo) * prob.out_cw;
+          u32* dst = planes + (static_cast<i64>(n) * (E::kQBits - 1) * HoWo + col.p) * prob.out_cw + row0 / 32;
+          QuantReadout{stg + j * 4, stg + kBN * 4, dst, plane_words, row0, O, r0, split}.run(prob, col);
+        } else {
+          auto* y = static_cast<typename E::Final*>(prob.epi.out);
+          const Readout out{stg + j * 4, stg + kBN * 4, y + (col.out + row0 * HoWo), HoWo, row0, min(64, O - row0), r0, split};
+          switch (split) {
+            case 1: out.run<1>(prob, col); break;
+            case 2: out.run<2>(prob, col); break;
+            case 4: out.run<4>(prob, col); break;
+            default: out.run<0>(prob, col); break;
+          }
         }
       }
     }

@@ -43,14 +43,35 @@ inline constexpr i32 kCodeLo = E::kQEnc == kEncSigned ? -(1 << (E::kQBits - 1)) 
 
 // Plane bits of y = clamp(floor((x - z) / s)) (pm1: y = 2k - (2^q - 1), bits = k).
 template <class E>
-__device__ __forceinline__ u32 quantize_code(float x, int o, const EpilogueArgs& a) {
-  const int i = E::kQPerChannel ? o : 0;
+__device__ __forceinline__ u32 quantize_code(float x, float s, float z) {
   constexpr float kLo = static_cast<float>(kCodeLo<E>);
   constexpr float kHi = E::kQEnc == kEncSigned ? static_cast<float>((1 << (E::kQBits - 1)) - 1)
                                                 : static_cast<float>((1 << E::kQBits) - 1);
-  float t = floorf((x - a.q_zero[i]) / a.q_scale[i]);
+  float t = floorf((x - z) / s);
   t = t < kLo ? kLo : (t > kHi ? kHi : t);
   return static_cast<u32>(static_cast<i32>(t)) & ((1u << E::kQBits) - 1u);
+}
+template <class E>
+__device__ __forceinline__ u32 quantize_code(float x, int o, const EpilogueArgs& a) {
+  const int i = E::kQPerChannel ? o : 0;
+  return quantize_code<E>(x, a.q_scale[i], a.q_zero[i]);
+}
+
+// One output channel's parameters of a chain (zero where the chain has no such op), for a
+// kernel that keeps them per row rather than loading them from the arrays for every output:
+// Epi::pre_row / post_row and quantize_code(x, p.q_scale, p.q_zero) read them.
+struct alignas(16) RowParams {
+  float scale, bias, q_scale, q_zero;
+};
+template <class E>
+__device__ __forceinline__ RowParams row_params(const EpilogueArgs& a, int o) {
+  RowParams p{0.0f, 0.0f, 0.0f, 0.0f};
+  if constexpr (E::kScaleBias) p.scale = a.scale[o], p.bias = a.bias[o];
+  if constexpr (E::kQuantize) {
+    const int i = E::kQPerChannel ? o : 0;
+    p.q_scale = a.q_scale[i], p.q_zero = a.q_zero[i];
+  }
+  return p;
 }
 
 // One channel's quantize thresholds (engine/quantize_thresholds.h has the layout and why they
@@ -70,11 +91,23 @@ struct ChannelThresholds {
     sign = (h >> 16) ? -1 : 1;
   }
   // The code bits of accumulator y: its level from the lowest value, in the encoding's bits.
-  __device__ __forceinline__ u32 code(i32 y) const {
-    i32 count = 0;
+  __device__ __forceinline__ u32 code(i32 y) const { return code_of_count(count(y)); }
+  __device__ __forceinline__ i32 count(i32 y) const {
+    i32 n = 0;
 #pragma unroll
-    for (int k = 0; k < kSteps; ++k) count += y >= t[k] ? 1 : 0;
-    return static_cast<u32>(base + sign * min(count, steps)) & ((1u << E::kQBits) - 1u);
+    for (int k = 0; k < kSteps; ++k) n += y >= t[k] ? 1 : 0;
+    return n;
+  }
+  __device__ __forceinline__ u32 code_of_count(i32 n) const {
+    return static_cast<u32>(base + sign * min(n, steps)) & ((1u << E::kQBits) - 1u);
+  }
+  // The codes of every count 0..kSteps, kQBits bits each from bit kQBits * count (at most 24
+  // bits): a kernel that keeps them turns a count into a code with one shift.
+  __device__ __forceinline__ u32 code_table() const {
+    u32 table = 0;
+#pragma unroll
+    for (int n = 0; n <= kSteps; ++n) table |= code_of_count(n) << (E::kQBits * n);
+    return table;
   }
 };
 

@@ -52,12 +52,13 @@ KernelSpec conv_spec(const OperandFormat* wx, const Epilogue& e, ConvParams c = 
   return s;
 }
 
-void expect_exact(const VerifyReport& r) {
+// levels: the quantizer's levels that must appear (3 of 2^q, both of a 1-bit one's).
+void expect_exact(const VerifyReport& r, int levels = 3) {
   INFO(r.canonical, " ", r.shape.dump(), ": ", r.first_mismatch);
   CHECK(r.checked > 0);
   CHECK(r.mismatches == 0);
   // A quantizer that maps everything to one level would pass trivially.
-  if (r.output.find("packed") != std::string::npos) CHECK(r.distinct >= 3);
+  if (r.output.find("packed") != std::string::npos) CHECK(r.distinct >= levels);
 }
 
 }  // namespace
@@ -113,6 +114,45 @@ TEST_CASE("conv chains on explicit tiles: windows per tile, warps per task, stri
     ++cases;
   }
   std::printf("epilogue conv tiles and strides: %d cases exact\n", cases);
+}
+
+TEST_CASE("conv chains on the halo core: per-element ops and quantize, strides 1 and 2, O past the tile") {
+  if (skipped_without_sm90a("halo core chains")) return;
+  TempCache cache;
+  Engine engine;
+  // Every chain without a pool (the halo core refuses pools). O = 130 leaves the last M
+  // tile's second warpgroup without a channel (its words are zero bits) and O = 200 one
+  // with 8; 13 output rows take a full and a part tile; C = 512 two k256 slices a position.
+  const char* const chains[] = {
+      R"([{"op":"scale_bias"}])",
+      R"([{"op":"relu"}])",
+      R"([{"op":"scale_bias"},{"op":"relu"}])",
+      R"([{"op":"quantize","bits":2,"enc":"unsigned"}])",
+      R"([{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])",
+      R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])",
+      R"([{"op":"scale_bias"},{"op":"quantize","bits":3,"enc":"signed","scale":"per_channel"}])",
+      R"([{"op":"relu"},{"op":"scale_bias"},{"op":"quantize","bits":1,"enc":"pm1"}])",
+  };
+  // w2a2 (two weight planes) with bn 64 at most (its accumulator sets) and C = 256 (W of C =
+  // 512 and the stride-2 phases' stages pass the shared memory).
+  struct Launch { int stride, bn, stages; ConvShape shape; };
+  const std::vector<Launch> w1a2 = {{1, 112, 4, {3, 256, 13, 13, 200}}, {2, 64, 2, {2, 512, 14, 14, 130}},
+                                    {1, 64, 3, {2, 512, 7, 7, 256}}, {1, 16, 2, {40, 256, 3, 3, 64}}};
+  const std::vector<Launch> w2a2 = {{1, 64, 4, {3, 256, 13, 13, 200}}, {2, 64, 2, {2, 256, 14, 14, 130}},
+                                    {1, 16, 2, {40, 256, 3, 3, 64}}};
+  int cases = 0;
+  uint64_t seed = 900;
+  for (const char* c : chains)
+    for (const OperandFormat* p : {kPrecisions[0], kPrecisions[1]})
+      for (const Launch& l : p == kPrecisions[0] ? w1a2 : w2a2) {
+        KernelSpec s = conv_spec(p, chain(c), {3, 3, l.stride, l.stride, 1, 1});
+        s.tile = Tile{128, l.bn, 256, l.stages, 8, 1, 1, true};
+        REQUIRE(rules::check_kernel_tile(*s.tile, s).empty());
+        const EpilogueOp* q = s.epilogue.quantize();
+        expect_exact(verify_apconv(engine, s, l.shape, ++seed, 0), q && q->out.bits == 1 ? 2 : 3);
+        ++cases;
+      }
+  std::printf("epilogue conv chains on the halo core: %d cases exact\n", cases);
 }
 
 TEST_CASE("apmm chains: scale_bias, relu, quantize per tensor and per channel, odd shapes") {

@@ -999,9 +999,16 @@ TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a 
   expect_rejected(uneven, {"tile.core \"halo\"", "stride [1, 2]"});
   json nopad = with_tile(conv_spec(), tile);
   expect_rejected(nopad, {"tile.core \"halo\"", "pad [0, 0]"});
+  // Chains without a pool run on the halo core (its readout is per output pixel); a pool
+  // needs windows across pixels and is refused, naming it.
   json chain = with_tile(halo, tile);
-  chain["epilogue"] = json::array({{{"op", "relu"}}});
-  expect_rejected(chain, {"tile.core \"halo\"", "epilogue"});
+  chain["epilogue"] = json::array({{{"op", "scale_bias"}}, {{"op", "relu"}}, {{"op", "quantize"}, {"bits", 2}, {"enc", "unsigned"}}});
+  const KernelSpec fused = apnn::parse_spec(chain, kOrigin);
+  CHECK(fused.tile->halo);
+  CHECK(apnn::rules::check_kernel_tile(*fused.tile, fused).empty());
+  json pooled = with_tile(halo, tile);
+  pooled["epilogue"] = json::array({{{"op", "relu"}}, {{"op", "pool"}, {"kind", "max"}, {"size", 2}, {"stride", 2}}});
+  expect_rejected(pooled, {"tile.core \"halo\"", "pool"});
 }
 
 TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
