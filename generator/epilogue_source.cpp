@@ -77,7 +77,7 @@ struct Epi {{
   __device__ static __forceinline__ Final post(Pooled x0, int o, const apnn::EpilogueArgs& a) {{
 {post_body}    return x{post_last};
   }}
-  // The same with the channel's parameters from a RowParams (apnn::row_params).
+  // The same with the parameters of channel o from a RowParams (apnn::row_params).
   __device__ static __forceinline__ Staged pre_row(apnn::i32 x0, const apnn::RowParams& p) {{
 {pre_row_body}    return x{pre_last};
   }}

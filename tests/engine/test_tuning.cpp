@@ -1,6 +1,7 @@
 // The tuning database (include/apnn/tuning.h) and tuned-or-heuristic tile resolution
 // (engine/tile_choice.h), without a GPU.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -478,11 +479,24 @@ TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs w
   not_halo(parse_spec_text(
                R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":8,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})"),
            {128, 256, 14, 14, 256}, h100);
-  KernelSpec chain = w1a2;
-  chain.epilogue = parse_spec_text(
-      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],
-          "epilogue":[{"op":"relu"}]})").epilogue;
-  not_halo(chain, {128, 256, 14, 14, 256}, h100);
+  // Chains without a pool take the halo core as the plain conv does (the network's
+  // bn+relu+q2 ran 1.1-1.4x faster there than on the default core: bench/NOTES.md session 28);
+  // a pool needs windows across the readout's pixels.
+  auto with_chain = [&](const KernelSpec& s, const char* chain) {
+    KernelSpec c = s;
+    c.epilogue = parse_spec_text(fmt::format(R"({{"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",
+                                                "kernel":[3,3],"stride":[1,1],"pad":[1,1],"epilogue":{}}})",
+                                             chain))
+                     .epilogue;
+    return c;
+  };
+  const char* q2 = R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])";
+  CHECK(untuned_tile(with_chain(w1a2, q2), conv_problem(w1a2, {128, 256, 14, 14, 256}), h100) == halo(112, 4));
+  CHECK(untuned_tile(with_chain(s2, q2), conv_problem(s2, {128, 256, 14, 14, 512}), h100) == halo(64));
+  CHECK(untuned_tile(with_chain(w1a2, R"([{"op":"relu"}])"), conv_problem(w1a2, {128, 512, 7, 7, 512}), h100) == halo(64));
+  not_halo(with_chain(w1a2, R"([{"op":"relu"},{"op":"pool","kind":"max","size":2,"stride":2}])"), {128, 256, 14, 14, 256},
+           h100);
+  not_halo(with_chain(w1a2, q2), {8, 256, 14, 14, 256}, h100);
   KernelSpec k5 = w1a2;
   k5.conv.kh = k5.conv.kw = 5;
   k5.conv.ph = k5.conv.pw = 2;
