@@ -31,8 +31,8 @@ static_assert(sizeof(rules::HaloGeometry) == 20, "pw, rows, row_tiles, box_rows,
 
 // The halo core's view of the packed planes (conv_layout.h) as byte tensors
 // (templates/conv_sm90a_halo.cuh). W: {C/8 bytes, Kh*Kw positions, O, p}, boxes of 64 bytes
-// (the 64-byte swizzle) where C is a multiple of 512, else 32 (the 32-byte swizzle) x one
-// position x 128 rows (rows past O read zeros). X: {C/8 bytes, W, H, N*q planes}, boxes of
+// (the 64-byte swizzle) where C is a multiple of 512, 16 at C = 128 (not swizzled), else 32
+// (the 32-byte swizzle) x one position x 128 rows (rows past O read zeros). X: {C/8 bytes, W, H, N*q planes}, boxes of
 // one 16-byte chunk x the grid's columns x the box's rows, every `stride`-th pixel (element
 // strides), from column -1 (padding reads zeros), not swizzled: the wgmmas read it shifted
 // by whole 16-byte rows.
@@ -184,7 +184,9 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
                                  static_cast<cuuint64_t>(g.N * s.x.bits)};
     const cuuint32_t xbox[4] = {16, static_cast<cuuint32_t>(geo.pw * g.sh), static_cast<cuuint32_t>(geo.box_rows * g.sh), 1};
     CUtensorMap wmap =
-        halo_map(w.planes, wdims, wbox, 1, w_row == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B, "weights");
+        halo_map(w.planes, wdims, wbox, 1,
+                 w_row == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : (w_row == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE),
+                 "weights");
     CUtensorMap xmap = halo_map(x.planes, xdims, xbox, g.sh, CU_TENSOR_MAP_SWIZZLE_NONE, "activations");
     rules::HaloGeometry kgeo = geo;
     void* hargs[] = {&wmap, &xmap, &rowsum, &possum, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv, &kgeo};

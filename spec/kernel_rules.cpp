@@ -467,7 +467,10 @@ namespace {
 
 int64_t halo_m_tiles(int64_t O) { return (O + 127) / 128; }  // a block keeps one M tile of 128 channels
 // The resident W: p planes x 9 positions x C/256 k256 slices x 128 rows x 32 bytes.
-int64_t halo_w_bytes(const KernelSpec& spec, int64_t C) { return spec.w.bits * 9 * (C / 256) * 128 * 32; }
+// C = 128: a box of 128 16-byte rows a position and plane, and one of zero weights.
+int64_t halo_w_bytes(const KernelSpec& spec, int64_t C) {
+  return C == 128 ? (spec.w.bits * 9 + 1) * 128 * 16 : spec.w.bits * 9 * (C / 256) * 128 * 32;
+}
 
 }  // namespace
 
@@ -493,9 +496,9 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int6
     return fmt::format("shape: out-channels {} make {} tiles of 128 rows, more than the {} SMs the halo core's blocks (one "
                        "M tile each) need",
                        O, tiles_m, sm_count);
-  if (C % 256 != 0 || C > 768)
-    return fmt::format("shape: in-channels {} is not one of 256, 512, 768, which tile.core \"halo\" needs (whole k256 slices, "
-                       "W in shared memory)",
+  if (C != 128 && (C % 256 != 0 || C > 768))
+    return fmt::format("shape: in-channels {} is not one of 128, 256, 512, 768, which tile.core \"halo\" needs (whole k256 "
+                       "slices or pairs of 128-channel positions, W in shared memory)",
                        C);
   const HaloGeometry g = halo_geometry(spec.conv.sh, Ho, Wo, t.bn);
   if (g.rows <= 0 || g.pw * spec.conv.sh > 256)

@@ -10,7 +10,10 @@
 //   every position's B operand is the same box, shifted by whole rows of 16 bytes, which the
 //   non-swizzled K-major layout allows (core matrices of 8 rows x 16 bytes, SBO 128). A
 //   pixel's channels come as 16-byte chunks (128 channels) in boxes of their own, LBO apart;
-//   two chunks make a k256 wgmma slice, so C is 256, 512 or 768 (W's shared memory).
+//   two chunks make a k256 wgmma slice, so C is 256, 512 or 768 (W's shared memory). At C =
+//   128 a slice is two kernel positions instead, the second half's box the first's shifted
+//   by a column or row (its own LBO): five slices for nine positions (pair()). n128
+//   28x28x128 ran 24.5 us against the default core's 32.0, 3x3/2 to 256 16.3 against 24.6.
 // - Stride 2: four phase grids (input rows 2i-1 / 2i x columns 2k-1 / 2k, boxes loaded with
 //   element strides of 2); position (kh, kw) reads phase (kh == 1, kw == 1) shifted by
 //   (kh == 2) rows and (kw == 2) columns of its grid.
@@ -88,6 +91,24 @@ struct ConvSm90aHalo {
     return p;
   }
 
+  // C = 128 (one 16-byte chunk a pixel): a k256 slice is two kernel positions, W's 16-byte
+  // rows as one box a position (non-swizzled, the A descriptor's LBO between the two
+  // positions' boxes) and X's second half the first's box shifted (the B descriptor's LBO).
+  // Five slices cover the nine positions, the last one's second half a box of zero weights:
+  // W is p planes x 9 positions, then that box (rules::halo_w_bytes).
+  static constexpr int kPosW = 128 * 16;  // W of one position at C = 128
+  static __device__ __forceinline__ int w_bytes(int chunks) {
+    return chunks == 1 ? (T::kWBits * 9 + 1) * kPosW : T::kWBits * 9 * (chunks / 2) * kSliceW;
+  }
+  // The pairs (first, second position; -1 the zero box), each two positions on the same
+  // phase grid, the second shifted by a column (or, for the fourth, a row) from the first.
+  static __device__ __forceinline__ void pair(int slice, int& a, int& b) {
+    constexpr int kS1[5][2] = {{0, 1}, {3, 4}, {6, 7}, {2, 5}, {8, -1}};
+    constexpr int kS2[5][2] = {{0, 2}, {6, 8}, {3, 5}, {1, 7}, {4, -1}};
+    a = kS == 1 ? kS1[slice][0] : kS2[slice][0];
+    b = kS == 1 ? kS1[slice][1] : kS2[slice][1];
+  }
+
   // Shared memory from a 1024-byte boundary: W, the stages, the two stagings, then 2 *
   // kStages + 1 mbarriers (rules::halo_shared_bytes counts the same).
   struct Layout {
@@ -97,7 +118,7 @@ struct ConvSm90aHalo {
       chunks = cw / 4;
       stage_bytes = T::kXBits * kPhases * chunks * geo.slot_bytes;
       w = base;
-      stages = w + T::kWBits * 9 * (chunks / 2) * kSliceW;
+      stages = w + w_bytes(chunks);
       staging = stages + T::kStages * stage_bytes;
       full0 = staging + 2 * kStgBytes;
       empty0 = full0 + T::kStages * 8;
@@ -140,8 +161,10 @@ struct ConvSm90aHalo {
     }
     ptx::setmaxnreg_inc<232>();
     // The k256 slices a position as a constant: with a run-time count ptxas fenced the
-    // accumulators between the wgmmas (C7519). The runner allows C = 256, 512, 768.
+    // accumulators between the wgmmas (C7519). The runner allows C = 128 (position pairs,
+    // kSlices 0), 256, 512, 768.
     switch (L.chunks / 2) {
+      case 0: consume<0>(L, prob, geo, m0, first, step, tiles); break;
       case 1: consume<1>(L, prob, geo, m0, first, step, tiles); break;
       case 2: consume<2>(L, prob, geo, m0, first, step, tiles); break;
       case 3: consume<3>(L, prob, geo, m0, first, step, tiles); break;
@@ -154,12 +177,18 @@ struct ConvSm90aHalo {
     ptx::prefetch_tma_map(wmap);
     ptx::prefetch_tma_map(xmap);
     const u64 keep = ptx::policy_evict_last();
-    const int slices = L.chunks / 2, row = w_row_bytes(slices), boxes = slices * 32 / row;
-    ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * slices * kSliceW);
-    for (int s = 0; s < T::kWBits; ++s)
-      for (int pos = 0; pos < 9; ++pos)
-        for (int b = 0; b < boxes; ++b)
-          ptx::tma_load_4d(L.w + ((s * 9 + pos) * boxes + b) * 128 * row, wmap, row * b, pos, m0, s, L.wfull, keep);
+    if (L.chunks == 1) {
+      ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * kPosW);
+      for (int s = 0; s < T::kWBits; ++s)
+        for (int pos = 0; pos < 9; ++pos) ptx::tma_load_4d(L.w + (s * 9 + pos) * kPosW, wmap, 0, pos, m0, s, L.wfull, keep);
+    } else {
+      const int slices = L.chunks / 2, row = w_row_bytes(slices), boxes = slices * 32 / row;
+      ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * slices * kSliceW);
+      for (int s = 0; s < T::kWBits; ++s)
+        for (int pos = 0; pos < 9; ++pos)
+          for (int b = 0; b < boxes; ++b)
+            ptx::tma_load_4d(L.w + ((s * 9 + pos) * boxes + b) * 128 * row, wmap, row * b, pos, m0, s, L.wfull, keep);
+    }
     const int box_bytes = geo.box_rows * geo.pw * 16;
     int i = 0;
     for (int t = first; t < tiles; t += step, ++i) {
@@ -309,10 +338,12 @@ struct ConvSm90aHalo {
     // W K-major in the 32- or 64-byte swizzle: SBO 8 rows, a k256 slice a row or its half (the
     // second half 32 bytes on; LBO unused). X non-swizzled K-major (the shifts by whole
     // 16-byte rows need it): SBO 128, LBO between chunks.
-    constexpr int kRow = w_row_bytes(kSlices), kPerRow = kRow / 32, kBoxes = kSlices / kPerRow;
-    constexpr u32 kWSwizzle = kRow == 64 ? 2 : 3;  // the descriptor's layout: 2 the 64-byte swizzle, 3 the 32-byte
-    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + wg * 64 * kRow, 16, 8 * kRow, kWSwizzle);
-    const ptx::WgmmaDesc db = ptx::wgmma_desc(L.stages, geo.slot_bytes, 128, 0);
+    // kSlices 0 (C = 128): W non-swizzled in 16-byte rows, SBO 128, each pair's LBO its own.
+    constexpr int kRow = kSlices == 0 ? 16 : w_row_bytes(kSlices), kPerRow = kRow / 32 > 0 ? kRow / 32 : 1,
+                  kBoxes = kSlices / kPerRow;
+    constexpr u32 kWSwizzle = kRow == 64 ? 2 : (kRow == 32 ? 3 : 0);  // 2 the 64-byte swizzle, 3 the 32-byte, 0 none
+    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + wg * 64 * kRow, kSlices == 0 ? 0 : 16, 8 * kRow, kWSwizzle);
+    const ptx::WgmmaDesc db = ptx::wgmma_desc(L.stages, kSlices == 0 ? 0 : geo.slot_bytes, 128, 0);
     const u32 stg = L.staging + wg * kStgBytes;
     const int O = prob.a_rows, HoWo = prob.Ho * prob.Wo, row0 = m0 + wg * 64;
     // This thread's readout column j of the grid and its rows r0, r0 + split, ...
@@ -339,6 +370,14 @@ struct ConvSm90aHalo {
         }
       }
     }
+    if constexpr (kSlices == 0) {
+      // The zero box (the ninth position's partner), this warpgroup's 64 rows, made visible
+      // to the wgmmas (the async proxy) before any reads it.
+      const u32 z = L.w + T::kWBits * 9 * kPosW + wg * 64 * 16 + tid * 8;
+      asm volatile("st.shared.v2.b32 [%0], {%1, %1};\n" ::"r"(z), "r"(0u) : "memory");
+      ptx::fence_proxy_async();
+      ptx::named_barrier(1 + wg, 128);
+    }
     ptx::mbar_wait(L.wfull, 0);
     if (wg == 1) ptx::named_barrier(3, 256);  // the skew: after warpgroup 0's first wgmmas
     Acc acc;
@@ -357,8 +396,34 @@ struct ConvSm90aHalo {
       fence_acc(acc);
       ptx::wgmma_fence();
       const u32 b_slot = db.lo + static_cast<u32>((slot * L.stage_bytes) >> 4);
+      if constexpr (kSlices == 0) {
+        // Five k256 slices of two positions. Descriptor LBOs (bits 16-29 of the low word, in
+        // 16 bytes): W's between the two positions' boxes, X's one column or grid row.
 #pragma unroll
-      for (int pos = 0; pos < 9; ++pos) {
+        for (int k = 0; k < 5; ++k) {
+          int pa, pb, phase, dr, dc, phase_b, dr_b, dc_b;
+          pair(k, pa, pb);
+          position(pa, phase, dr, dc);
+          position(pb < 0 ? pa : pb, phase_b, dr_b, dc_b);
+          const u32 lbo_x = pb < 0 ? 1u : static_cast<u32>((dr_b - dr) * geo.pw + (dc_b - dc));
+          const u32 shift = static_cast<u32>(dr * geo.pw + dc);
+#pragma unroll
+          for (int s = 0; s < T::kWBits; ++s) {
+            const int wa = s * 9 + pa, wb = pb < 0 ? T::kWBits * 9 : s * 9 + pb;
+            const u32 a = da.lo + static_cast<u32>((wa * kPosW) >> 4) + (static_cast<u32>(((wb - wa) * kPosW) >> 4) << 16);
+#pragma unroll
+            for (int x = 0; x < T::kXBits; ++x) {
+              const u32 b = b_slot + static_cast<u32>(((x * kPhases + phase) * geo.slot_bytes) >> 4) + shift + (lbo_x << 16);
+#pragma unroll
+              for (int r = 0; r < T::repeat(s, x); ++r)
+                ptx::WgmmaB1<kBN>::mma(acc[T::group_of(s, x)][0], a, da.hi, b, db.hi,
+                                       k != 0 || r > 0 || !first_of_group<T>(s, x));
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int pos = 0; pos < (kSlices == 0 ? 0 : 9); ++pos) {
         int phase, dr, dc;
         position(pos, phase, dr, dc);
         const u32 shift = static_cast<u32>(dr * geo.pw + dc);  // rows of 16 bytes

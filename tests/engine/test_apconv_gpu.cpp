@@ -114,7 +114,7 @@ TEST_CASE("sm_90a wgmma conv: every K step width, 1-8 weight planes, O and K pas
   std::printf("apconv wgmma core, explicit tiles: %d cases exact (%d tiles with merged accumulator sets)\n", n, merged);
 }
 
-TEST_CASE("sm_90a halo core: strides 1 and 2, C 256-768, O and output rows past the tile, every correction") {
+TEST_CASE("sm_90a halo core: strides 1 and 2, C 128-768, O and output rows past the tile, every correction") {
   if (skipped_without_sm90a("halo core")) return;
   TempCache cache;
   Engine engine;
@@ -137,6 +137,12 @@ TEST_CASE("sm_90a halo core: strides 1 and 2, C 256-768, O and output rows past 
       // tile, so a block's pipeline slots (2 or 4) and staging are reused several times.
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 16, 2, {{600, 256, 3, 3, 16}}},
       {2, Encoding::Signed, 2, Encoding::Unsigned, 2, 16, 4, {{600, 256, 5, 5, 24}}},
+      // C = 128: five k256 slices of two positions each (the last with a zero box), strides
+      // 1 and 2, pm1 activations' border terms, O past the tile.
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 128, 4, {{3, 128, 28, 28, 128}, {2, 128, 13, 13, 200}}},
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 2, 64, 2, {{3, 128, 28, 28, 256}, {2, 128, 15, 15, 130}}},
+      {2, Encoding::Signed, 2, Encoding::Unsigned, 1, 64, 3, {{2, 128, 9, 11, 136}}},
+      {1, Encoding::Pm1, 2, Encoding::Pm1, 2, 32, 2, {{4, 128, 7, 7, 64}}},
   };
   int n = 0;
   for (const auto& c : cases) {
@@ -149,11 +155,11 @@ TEST_CASE("sm_90a halo core: strides 1 and 2, C 256-768, O and output rows past 
   KernelSpec s = conv_spec({1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1});
   s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
   try {
-    (void)verify_apconv(engine, s, {1, 128, 14, 14, 128}, 1, 0);
-    FAIL("C = 128 ran on the halo core");
+    (void)verify_apconv(engine, s, {1, 384, 14, 14, 128}, 1, 0);
+    FAIL("C = 384 ran on the halo core");
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::InvalidInput);
-    CHECK(std::string(e.what()).find("in-channels 128") != std::string::npos);
+    CHECK(std::string(e.what()).find("in-channels 384") != std::string::npos);
   }
   std::printf("apconv halo core: %d cases exact\n", n);
 }

@@ -1061,6 +1061,10 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   CHECK(apnn::rules::halo_w_row_bytes(256) == 32);
   CHECK(apnn::rules::halo_w_row_bytes(512) == 64);
   CHECK(apnn::rules::halo_w_row_bytes(768) == 32);
+  CHECK(apnn::rules::halo_w_row_bytes(128) == 16);  // one position's 16 bytes, slices pairing two
+  // C = 128: W is a 2 KB box a plane and position and one zero box; one 16-byte chunk a pixel.
+  CHECK(apnn::rules::halo_shared_bytes(s, 128, s1) == 1024 + 10 * 2048 + 4 * 2 * 1 * 2304 + 2 * 64 * 136 * 4 + 9 * 8);
+  CHECK(apnn::rules::halo_launch_error(s, 128, 128, 28, 28, apnn::rules::kMaxSharedBytes, 132).empty());
   const int limit = apnn::rules::kMaxSharedBytes;
   CHECK(apnn::rules::halo_launch_error(s, 256, 256, 14, 14, limit, 132).empty());
   CHECK(apnn::rules::halo_launch_error(s, 512, 256, 14, 14, limit, 132).empty());
@@ -1070,10 +1074,10 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   s.tile = Tile{128, 64, 256, 2, 8, 1, 1, true};
   CHECK(apnn::rules::halo_launch_error(s, 768, 256, 9, 9, limit, 132).empty());
   s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
-  for (int64_t c : {128, 384, 1024}) {
+  for (int64_t c : {64, 192, 384, 1024}) {
     const std::string why = apnn::rules::halo_launch_error(s, c, 256, 14, 14, limit, 132);
     CHECK(contains(why, "in-channels " + std::to_string(c)));
-    CHECK(contains(why, "256, 512, 768"));
+    CHECK(contains(why, "128, 256, 512, 768"));
   }
   CHECK(contains(apnn::rules::halo_launch_error(s, 256, 256, 14, 200, limit, 132), "200-wide"));
   // A block an M tile: 133 tiles of 128 rows need more SMs than 132.
