@@ -186,7 +186,8 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // stages 15.51-15.86 us against 2 stages' 16.04-16.33; with 36 (7x7x512 w1a2, w2a2 and
   // w1a4 at 14x14x256) and at stride 2 (four strided phase boxes a plane) 2 stages were
   // 0.6-6% faster than 4.
-  const int64_t wgmmas = (g.C == 128 ? 5 : 9 * (g.C / 256)) * s.w.bits * s.x.bits;  // C = 128: five position pairs
+  const int64_t chunks = rules::halo_chunks(g.C);
+  const int64_t wgmmas = (chunks == 1 ? 5 : 9 * chunks / 2) * s.w.bits * s.x.bits;  // one chunk: five position pairs
   if (s.conv.sh == 1 && wgmmas < 36) {
     c.stages = 4;
     if (!halo_problem_error(with_tile(s, c), p, t).empty()) c.stages = 2;

@@ -466,10 +466,11 @@ HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn) {
 namespace {
 
 int64_t halo_m_tiles(int64_t O) { return (O + 127) / 128; }  // a block keeps one M tile of 128 channels
-// The resident W: p planes x 9 positions x C/256 k256 slices x 128 rows x 32 bytes.
-// C = 128: a box of 128 16-byte rows a position and plane, and one of zero weights.
+// The resident W: p planes x 9 positions x chunks/2 k256 slices x 128 rows x 32 bytes.
+// One chunk (C <= 128): a box of 128 16-byte rows a position and plane, and one of zero weights.
 int64_t halo_w_bytes(const KernelSpec& spec, int64_t C) {
-  return C == 128 ? (spec.w.bits * 9 + 1) * 128 * 16 : spec.w.bits * 9 * (C / 256) * 128 * 32;
+  const int64_t chunks = halo_chunks(C);
+  return chunks == 1 ? (spec.w.bits * 9 + 1) * 128 * 16 : spec.w.bits * 9 * (chunks / 2) * 128 * 32;
 }
 
 }  // namespace
@@ -482,7 +483,7 @@ int64_t halo_grid(int64_t O, int64_t tiles, int sm_count) {
 
 int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo) {
   const Tile& t = *spec.tile;
-  const int64_t chunks = C / 128, phases = spec.conv.sh == 1 ? 1 : 4;
+  const int64_t chunks = halo_chunks(C), phases = spec.conv.sh == 1 ? 1 : 4;
   const int64_t pitch = t.bn + (8 - t.bn % 32 + 32) % 32;  // conv_sm90a_halo.cuh's kStgPitch
   return 1024 + halo_w_bytes(spec, C) + t.stages * spec.x.bits * phases * chunks * geo.slot_bytes + 2 * 64 * pitch * 4 +
          (2 * t.stages + 1) * 8;
@@ -496,10 +497,11 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int6
     return fmt::format("shape: out-channels {} make {} tiles of 128 rows, more than the {} SMs the halo core's blocks (one "
                        "M tile each) need",
                        O, tiles_m, sm_count);
-  if (C != 128 && (C % 256 != 0 || C > 768))
-    return fmt::format("shape: in-channels {} is not one of 128, 256, 512, 768, which tile.core \"halo\" needs (whole k256 "
-                       "slices or pairs of 128-channel positions, W in shared memory)",
-                       C);
+  if (const int64_t chunks = halo_chunks(C); chunks != 1 && (chunks % 2 != 0 || chunks > 6))
+    return fmt::format("shape: in-channels {} pads to {} chunks of 128, which tile.core \"halo\" cannot take: it needs C up "
+                       "to 128, 129-256, 385-512 or 641-768 (one chunk a kernel position, or whole k256 slices; W in shared "
+                       "memory)",
+                       C, chunks);
   const HaloGeometry g = halo_geometry(spec.conv.sh, Ho, Wo, t.bn);
   if (g.rows <= 0 || g.pw * spec.conv.sh > 256)
     return fmt::format("shape: a {}-wide output needs grid rows of {} columns, which tile.core \"halo\" with bn {} cannot hold "

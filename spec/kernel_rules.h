@@ -194,8 +194,9 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec);
 // bm 128 (two consumer warpgroups, warps 8x1, and a producer warpgroup: 384 threads), bn the
 // wgmma's N (a multiple of 16 up to 128: the tile's grid of rows x pw columns fits it), bk
 // 256 (one k256 slice a wgmma), stages 2..8 (tiles in flight), cluster 1; 3x3 kernels, pad 1,
-// stride 1 or 2, chains without a pool, sm_90a. C is 128, 256, 512 or 768 (W's rows of all
-// 9 positions stay in shared memory): checked at launch (halo_launch_error).
+// stride 1 or 2, chains without a pool, sm_90a. C pads to one 128-channel chunk a pixel or
+// to 2, 4 or 6 (whole k256 slices; W's rows of all 9 positions stay in shared memory):
+// checked at launch (halo_launch_error).
 inline constexpr int kHaloThreads = 384;
 inline constexpr int kHaloMaxAccumulatorRegs = 128;  // of the 232 a consumer takes (setmaxnreg)
 // Empty when tile t (halo) is legal for formats w, x; else why not, naming the field.
@@ -215,11 +216,15 @@ HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn);
 // block an SM: M tiles x min(halo_sms_per_m_tile, tiles). Valid where M tiles <= SMs.
 int64_t halo_sms_per_m_tile(int64_t O, int sm_count);
 int64_t halo_grid(int64_t O, int64_t tiles, int sm_count);
-// The bytes of a row of W's boxes (its tensor map's inner box and swizzle span): 64 (two
-// k256 slices, the 64-byte swizzle) where C is a multiple of 512, 16 at C = 128 (one
-// position's channels, no swizzle: its slices pair two positions), else 32 (one slice, the
-// 32-byte swizzle). The kernel's ConvSm90aHalo::w_row_bytes makes the same choice from C/256.
-inline constexpr int halo_w_row_bytes(int64_t C) { return C == 128 ? 16 : C % 512 == 0 ? 64 : 32; }
+// The bytes of a row of W's boxes (its tensor map's inner box and swizzle span), from the
+// 128-channel chunks of a pixel (conv_layout.h pads C to them): 64 (two k256 slices, the
+// 64-byte swizzle) where the slices pair up, 16 for one chunk (one position's channels, no
+// swizzle: its slices pair two positions), else 32 (one slice, the 32-byte swizzle). The
+// kernel's ConvSm90aHalo::w_row_bytes makes the same choice from its slices.
+inline constexpr int64_t halo_chunks(int64_t C) { return (C + 127) / 128; }  // a pixel's 16-byte chunks (padding in)
+inline constexpr int halo_w_row_bytes(int64_t C) {
+  return halo_chunks(C) == 1 ? 16 : halo_chunks(C) % 4 == 0 ? 64 : 32;
+}
 // Dynamic shared memory of a launch with C input channels: 1024 for alignment, W (p planes x
 // 9 positions x C/8 bytes x 128 rows), the stages (q planes x phases x C/128 boxes), the two
 // warpgroups' output staging, and the barriers.

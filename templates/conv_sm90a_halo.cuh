@@ -10,14 +10,15 @@
 //   every position's B operand is the same box, shifted by whole rows of 16 bytes, which the
 //   non-swizzled K-major layout allows (core matrices of 8 rows x 16 bytes, SBO 128). A
 //   pixel's channels come as 16-byte chunks (128 channels) in boxes of their own, LBO apart;
-//   two chunks make a k256 wgmma slice, so C is 256, 512 or 768 (W's shared memory). At C =
-//   128 a slice is two kernel positions instead, the second half's box the first's shifted
-//   by a column or row (its own LBO): five slices for nine positions (pair()). n128
-//   28x28x128 ran 24.5 us against the default core's 32.0, 3x3/2 to 256 16.3 against 24.6.
+//   two chunks make a k256 wgmma slice, so C pads to 2, 4 or 6 chunks (W's shared memory).
+//   With one chunk (C <= 128) a slice is two kernel positions instead, the second half's
+//   box the first's shifted by a column or row (its own LBO): five slices for nine
+//   positions (pair()). n128 28x28x128 ran 24.5 us against the default core's 32.0, 3x3/2
+//   to 256 16.3 against 24.6.
 // - Stride 2: four phase grids (input rows 2i-1 / 2i x columns 2k-1 / 2k, boxes loaded with
 //   element strides of 2); position (kh, kw) reads phase (kh == 1, kw == 1) shifted by
 //   (kh == 2) rows and (kw == 2) columns of its grid.
-// - A block keeps one M tile (128 output channels): its W (p planes x 9 positions x C/256
+// - A block keeps one M tile (128 output channels): its W (p planes x 9 positions x chunks/2
 //   k256 slices x 128 rows x 32 bytes) is loaded once and stays, in boxes of 64-byte rows
 //   (two slices, the 64-byte swizzle) where C is a multiple of 512, else of 32-byte rows
 //   (one slice, the 32-byte swizzle); a pipeline stage is one tile's boxes (q planes x
@@ -91,12 +92,12 @@ struct ConvSm90aHalo {
     return p;
   }
 
-  // C = 128 (one 16-byte chunk a pixel): a k256 slice is two kernel positions, W's 16-byte
+  // One chunk a pixel (C <= 128): a k256 slice is two kernel positions, W's 16-byte
   // rows as one box a position (non-swizzled, the A descriptor's LBO between the two
   // positions' boxes) and X's second half the first's box shifted (the B descriptor's LBO).
   // Five slices cover the nine positions, the last one's second half a box of zero weights:
   // W is p planes x 9 positions, then that box (rules::halo_w_bytes).
-  static constexpr int kPosW = 128 * 16;  // W of one position at C = 128
+  static constexpr int kPosW = 128 * 16;  // W of one position at one chunk
   static __device__ __forceinline__ int w_bytes(int chunks) {
     return chunks == 1 ? (T::kWBits * 9 + 1) * kPosW : T::kWBits * 9 * (chunks / 2) * kSliceW;
   }
@@ -161,8 +162,8 @@ struct ConvSm90aHalo {
     }
     ptx::setmaxnreg_inc<232>();
     // The k256 slices a position as a constant: with a run-time count ptxas fenced the
-    // accumulators between the wgmmas (C7519). The runner allows C = 128 (position pairs,
-    // kSlices 0), 256, 512, 768.
+    // accumulators between the wgmmas (C7519). The runner allows 1 chunk (position pairs,
+    // kSlices 0), 2, 4 or 6.
     switch (L.chunks / 2) {
       case 0: consume<0>(L, prob, geo, m0, first, step, tiles); break;
       case 1: consume<1>(L, prob, geo, m0, first, step, tiles); break;
@@ -338,7 +339,7 @@ struct ConvSm90aHalo {
     // W K-major in the 32- or 64-byte swizzle: SBO 8 rows, a k256 slice a row or its half (the
     // second half 32 bytes on; LBO unused). X non-swizzled K-major (the shifts by whole
     // 16-byte rows need it): SBO 128, LBO between chunks.
-    // kSlices 0 (C = 128): W non-swizzled in 16-byte rows, SBO 128, each pair's LBO its own.
+    // kSlices 0 (one chunk): W non-swizzled in 16-byte rows, SBO 128, each pair's LBO its own.
     constexpr int kRow = kSlices == 0 ? 16 : w_row_bytes(kSlices), kPerRow = kRow / 32 > 0 ? kRow / 32 : 1,
                   kBoxes = kSlices / kPerRow;
     constexpr u32 kWSwizzle = kRow == 64 ? 2 : (kRow == 32 ? 3 : 0);  // 2 the 64-byte swizzle, 3 the 32-byte, 0 none

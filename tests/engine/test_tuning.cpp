@@ -448,6 +448,10 @@ TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs w
   // session 28, call 6).
   CHECK(untuned_tile(w1a2, conv_problem(w1a2, {128, 128, 28, 28, 128}), h100) == halo(128, 4));
   CHECK(untuned_tile(s2, conv_problem(s2, {128, 128, 28, 28, 256}), h100) == halo(112));
+  // C = 64 pads to one chunk as well: 56x56x64 in 2 rows of 58 columns (58.0 us against the
+  // default core's 78.7), 3x3/2 to 128 in 4 rows of 29 (31.3 against 35.8; call 7).
+  CHECK(untuned_tile(w1a2, conv_problem(w1a2, {128, 64, 56, 56, 64}), h100) == halo(128, 4));
+  CHECK(untuned_tile(s2, conv_problem(s2, {128, 64, 56, 56, 128}), h100) == halo(128));
   // Every halo choice launches (rules::halo_launch_error on the output size: C, M tiles,
   // the grid row in bn and a box, shared memory), at both strides.
   for (const KernelSpec& s : {w1a2, s2})
@@ -468,9 +472,9 @@ TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs w
   // Batch 32 puts 32 tiles on 7x7x512's 33 SMs an M tile (4 M tiles); batch 16, under half.
   CHECK(untuned_halo_tile(w1a2, conv_problem(w1a2, {32, 512, 7, 7, 512}), h100));
   // Where it does not apply, the default cores' tile: batch 8 or 16 (tiles for under half
-  // the SMs), C = 64 or 1024, w2a8 (bn 16 at most) and w2a4 (8 plane pairs, not measured), a
-  // fused chain, 5x5, pad 0, stride 3 or 2x1, a row wider than bn, other archs, O past 128
-  // rows an SM, and APNN_DISABLE_WGMMA.
+  // the SMs), C = 300 or 1024 (3 or 8 chunks), w2a8 (bn 16 at most) and w2a4 (8 plane pairs,
+  // not measured), a pooled chain, 5x5, pad 0, stride 3 or 2x1, a row wider than bn, other
+  // archs, O past 128 rows an SM, and APNN_DISABLE_WGMMA.
   auto not_halo = [&](const KernelSpec& s, const ConvShape& shape, const Target& t) {
     const Problem p = conv_problem(s, shape);
     INFO(canonical_json(s), " on ", t.arch, ": ", p.shape.dump());
@@ -481,7 +485,7 @@ TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs w
   not_halo(w1a2, {16, 512, 7, 7, 512}, h100);
   not_halo(w1a2, {1, 256, 16, 16, 256}, h100);
   not_halo(w1a2, {128, 1024, 7, 7, 1024}, h100);
-  not_halo(w1a2, {128, 64, 56, 56, 64}, h100);
+  not_halo(w1a2, {128, 300, 14, 14, 256}, h100);
   not_halo(parse_spec_text(
                R"({"op":"apconv","w_bits":2,"w_enc":"signed","x_bits":8,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})"),
            {128, 256, 14, 14, 256}, h100);

@@ -1074,10 +1074,16 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   s.tile = Tile{128, 64, 256, 2, 8, 1, 1, true};
   CHECK(apnn::rules::halo_launch_error(s, 768, 256, 9, 9, limit, 132).empty());
   s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
-  for (int64_t c : {64, 192, 384, 1024}) {
+  // C pads to 128-channel chunks: one (a slice pairs two positions) or 2, 4, 6 (whole slices).
+  for (int64_t c : {1, 64, 100, 192, 256, 400})
+    CHECK(apnn::rules::halo_launch_error(s, c, 256, 9, 9, limit, 132).empty());
+  CHECK(apnn::rules::halo_w_row_bytes(64) == 16);
+  CHECK(apnn::rules::halo_w_row_bytes(200) == 32);
+  CHECK(apnn::rules::halo_w_row_bytes(400) == 64);
+  for (int64_t c : {300, 640, 1024}) {
     const std::string why = apnn::rules::halo_launch_error(s, c, 256, 14, 14, limit, 132);
     CHECK(contains(why, "in-channels " + std::to_string(c)));
-    CHECK(contains(why, "128, 256, 512, 768"));
+    CHECK(contains(why, "up to 128, 129-256, 385-512 or 641-768"));
   }
   CHECK(contains(apnn::rules::halo_launch_error(s, 256, 256, 14, 200, limit, 132), "200-wide"));
   // A block an M tile: 133 tiles of 128 rows need more SMs than 132.
