@@ -188,7 +188,10 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // 0.6-6% faster than 4.
   const int64_t chunks = rules::halo_chunks(g.C);
   const int64_t wgmmas = (chunks == 1 ? 5 : 9 * chunks / 2) * s.w.bits * s.x.bits;  // one chunk: five position pairs
-  if (s.conv.sh == 1 && wgmmas < 36) {
+  // Not where O <= 64, whose warpgroups take alternate tiles (a slot each at 2 stages):
+  // n128-56x56x64 plain ran 48.6 us with 2 stages against 51.0-51.3 with 4 (bn+relu+q2
+  // 48.1-48.4 against 47.5-48.1; session 28, call 9).
+  if (s.conv.sh == 1 && wgmmas < 36 && g.O > 64) {
     c.stages = 4;
     if (!halo_problem_error(with_tile(s, c), p, t).empty()) c.stages = 2;
   }

@@ -29,7 +29,8 @@
 //   first thread issues every copy and whose registers go to the consumers (setmaxnreg, as
 //   the TMA GEMM core's wide tiles). Warpgroup 1 starts once warpgroup 0's first wgmmas are
 //   done, so that one's epilogue runs beside the other's wgmmas (n128-14x14x256: 16.04 ->
-//   15.08 us in the probe).
+//   15.08 us in the probe). Where O <= 64 the warpgroups take alternate tiles instead, both
+//   with the M tile's first 64 rows.
 // - Epilogue: each warpgroup stages its 64 rows' combined sums (row pitch 8 mod 32 words:
 //   8-byte writes of 8 rows in two wavefronts), then each thread walks one column's rows,
 //   adding the offset encodings' terms (ConvProblem::correction, from the column's
@@ -143,7 +144,7 @@ struct ConvSm90aHalo {
     if (threadIdx.x == 0) {
       for (int i = 0; i < T::kStages; ++i) {
         ptx::mbar_init(L.full0 + 8 * i, 1);
-        ptx::mbar_init(L.empty0 + 8 * i, kConsumerWarps);
+        ptx::mbar_init(L.empty0 + 8 * i, prob.a_rows <= 64 ? 4 : kConsumerWarps);  // one warpgroup a tile where O <= 64
       }
       ptx::mbar_init(L.wfull, 1);
       ptx::fence_mbar_init();
@@ -272,6 +273,7 @@ struct ConvSm90aHalo {
     u32* dst;         // plane 0's word of the warpgroup's first chunk at this pixel
     i64 plane_words;  // words between planes (Ho*Wo*CW')
     int row0, O, r0, split;
+    int zero_words;   // words after the two chunks that are only padding (O <= 64: the row's other 64 channels)
 
     // The code of y at row r (channel o): from the row's staged thresholds, else the float ops.
     __device__ __forceinline__ u32 code(const Prob& prob, i32 y, int o, int r) const {
@@ -327,6 +329,10 @@ struct ConvSm90aHalo {
           sum += plane_weight(E::kQBits, E::kQEnc, s) * __popc(word[s]);
         }
       }
+      if (r0 == 0)
+        for (int w = 2; w < 2 + zero_words; ++w)
+#pragma unroll
+          for (int s = 0; s < E::kQBits; ++s) dst[s * plane_words + w] = 0u;
       if (sum != 0) atomicAdd(prob.epi.out_sum + col.p, sum);
     }
   };
@@ -343,10 +349,15 @@ struct ConvSm90aHalo {
     constexpr int kRow = kSlices == 0 ? 16 : w_row_bytes(kSlices), kPerRow = kRow / 32 > 0 ? kRow / 32 : 1,
                   kBoxes = kSlices / kPerRow;
     constexpr u32 kWSwizzle = kRow == 64 ? 2 : (kRow == 32 ? 3 : 0);  // 2 the 64-byte swizzle, 3 the 32-byte, 0 none
-    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + wg * 64 * kRow, kSlices == 0 ? 0 : 16, 8 * kRow, kWSwizzle);
+    // O <= 64: the warpgroups take alternate tiles, both with W's rows 0-63 (as one warpgroup
+    // a tile, the other's rows were past O: its wgmmas were wasted and it idled through the
+    // readout, which the layers with 64 channels are bound by).
+    const bool alternate = prob.a_rows <= 64;
+    const int a_row = alternate ? 0 : wg * 64;  // this warpgroup's first row of the M tile
+    const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + a_row * kRow, kSlices == 0 ? 0 : 16, 8 * kRow, kWSwizzle);
     const ptx::WgmmaDesc db = ptx::wgmma_desc(L.stages, kSlices == 0 ? 0 : geo.slot_bytes, 128, 0);
     const u32 stg = L.staging + wg * kStgBytes;
-    const int O = prob.a_rows, HoWo = prob.Ho * prob.Wo, row0 = m0 + wg * 64;
+    const int O = prob.a_rows, HoWo = prob.Ho * prob.Wo, row0 = m0 + a_row;
     // This thread's readout column j of the grid and its rows r0, r0 + split, ...
     const int cols = geo.rows * geo.pw, split = 128 / cols;
     const int j = tid % cols, r0 = tid / cols, jr = j / geo.pw, jw = j - jr * geo.pw;
@@ -374,16 +385,18 @@ struct ConvSm90aHalo {
     if constexpr (kSlices == 0) {
       // The zero box (the ninth position's partner), this warpgroup's 64 rows, made visible
       // to the wgmmas (the async proxy) before any reads it.
-      const u32 z = L.w + T::kWBits * 9 * kPosW + wg * 64 * 16 + tid * 8;
+      const u32 z = L.w + T::kWBits * 9 * kPosW + a_row * 16 + tid * 8;
       asm volatile("st.shared.v2.b32 [%0], {%1, %1};\n" ::"r"(z), "r"(0u) : "memory");
       ptx::fence_proxy_async();
       ptx::named_barrier(1 + wg, 128);
     }
     ptx::mbar_wait(L.wfull, 0);
-    if (wg == 1) ptx::named_barrier(3, 256);  // the skew: after warpgroup 0's first wgmmas
+    if (wg == 1 && !alternate) ptx::named_barrier(3, 256);  // the skew: after warpgroup 0's first wgmmas
     Acc acc;
-    int i = 0;
-    for (int t = first; t < tiles; t += step, ++i) {
+    // The block's tiles first, first + step, ...: i counts them (the pipeline slot and phase).
+    const int i_step = alternate ? 2 : 1;
+    int i = alternate ? wg : 0;
+    for (int t = first + i * step; t < tiles; t += i_step * step, i += i_step) {
       const int slot = i % T::kStages, n = t / geo.row_tiles, ho0 = (t - n * geo.row_tiles) * geo.rows;
       // The column's table entry; its pixsum loads are issued here and summed after the
       // mainloop (summed here, each thread would wait for them before its first wgmma).
@@ -451,8 +464,8 @@ struct ConvSm90aHalo {
       ptx::wgmma_wait<0>();
       fence_acc(acc);
       if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(L.empty0 + 8 * slot) : "memory");
-      if (i == 0) {
-        if (wg == 0) ptx::named_barrier_arrive(3, 256);
+      if (i < i_step) {  // the warpgroup's first tile
+        if (wg == 0 && !alternate) ptx::named_barrier_arrive(3, 256);
         ptx::allow_dependent_launch();
       }
       ptx::named_barrier(1 + wg, 128);  // the last tile's readout is done with the staging
@@ -474,7 +487,7 @@ struct ConvSm90aHalo {
           u32* planes = static_cast<u32*>(prob.epi.out);
           const i64 plane_words = static_cast<i64>(HoWo) * prob.out_cw;
           u32* dst = planes + (static_cast<i64>(n) * (E::kQBits - 1) * HoWo + col.p) * prob.out_cw + row0 / 32;
-          QuantReadout{stg + j * 4, stg + kBN * 4, dst, plane_words, row0, O, r0, split}.run(prob, col);
+          QuantReadout{stg + j * 4, stg + kBN * 4, dst, plane_words, row0, O, r0, split, alternate ? 2 : 0}.run(prob, col);
         } else {
           auto* y = static_cast<typename E::Final*>(prob.epi.out);
           const Readout out{stg + j * 4, stg + kBN * 4, y + (col.out + row0 * HoWo), HoWo, row0, min(64, O - row0), r0, split};
