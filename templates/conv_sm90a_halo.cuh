@@ -1,7 +1,8 @@
 // APConv on the sm_90a wgmma core from halo tiles (bench/probes/conv_halo_probe.cu measured
 // the design: bench/NOTES.md, session 25): 3x3 kernels, pad 1, stride 1 or 2, and chains
-// without a pool (per-element ops, and a quantize that packs the next layer's planes). conv_sm90a.cuh gathers each X tile with per-thread copies, one input pixel per
-// kernel position; here the copy engine loads each tile's input once:
+// without a pool (per-element ops, and a quantize that packs the next layer's planes).
+// conv_sm90a.cuh gathers each X tile with per-thread copies, one input pixel per kernel
+// position; here the copy engine loads each tile's input once:
 //
 // - A tile is geo.rows output rows of one image, computed over a grid geo.pw columns wide
 //   (pw > Wo: the grid's columns Wo.. are computed and dropped). Its input is one box of the
