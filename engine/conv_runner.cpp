@@ -31,8 +31,8 @@ static_assert(sizeof(rules::HaloGeometry) == 20, "pw, rows, row_tiles, box_rows,
 
 // The halo core's view of the packed planes (conv_layout.h) as byte tensors
 // (templates/conv_sm90a_halo.cuh). W: {C/8 bytes, Kh*Kw positions, O, p}, boxes of 64 bytes
-// (the 64-byte swizzle) where C is a multiple of 512, 16 at C = 128 (not swizzled), else 32
-// (the 32-byte swizzle) x one position x 128 rows (rows past O read zeros). X: {C/8 bytes, W, H, N*q planes}, boxes of
+// (the 64-byte swizzle) where C pads to 4 chunks of 128, 16 where it pads to one (not
+// swizzled), else 32 (the 32-byte swizzle) x one position x 128 rows (rows past O read zeros). X: {C/8 bytes, W, H, N*q planes}, boxes of
 // one 16-byte chunk x the grid's columns x the box's rows, every `stride`-th pixel (element
 // strides), from column -1 (padding reads zeros), not swizzled: the wgmmas read it shifted
 // by whole 16-byte rows.

@@ -181,7 +181,8 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   const int64_t rows = (g.Ho() + widest.row_tiles - 1) / widest.row_tiles;
   c.bn = static_cast<int>((rows * widest.pw + 15) / 16 * 16);
   // Stages: 4 at stride 1 where a tile has under 36 wgmmas a warpgroup (9 positions x C/256
-  // slices x plane pairs): its loads must run further ahead of its short mainloop; else 2.
+  // slices, or 5 position pairs at one chunk, x plane pairs): its loads must run further
+  // ahead of its short mainloop; else 2.
   // apnn verify, batch 128 (session 26 calls 3, 4, 8): n128-14x14x256 w1a2 (18 wgmmas) 4
   // stages 15.51-15.86 us against 2 stages' 16.04-16.33; with 36 (7x7x512 w1a2, w2a2 and
   // w1a4 at 14x14x256) and at stride 2 (four strided phase boxes a plane) 2 stages were

@@ -226,8 +226,9 @@ inline constexpr int halo_w_row_bytes(int64_t C) {
   return halo_chunks(C) == 1 ? 16 : halo_chunks(C) % 4 == 0 ? 64 : 32;
 }
 // Dynamic shared memory of a launch with C input channels: 1024 for alignment, W (p planes x
-// 9 positions x C/8 bytes x 128 rows), the stages (q planes x phases x C/128 boxes), the two
-// warpgroups' output staging, and the barriers.
+// 9 positions x the padded chunks' 16 bytes x 128 rows, and at one chunk a zero box), the
+// stages (q planes x phases x chunks boxes), the two warpgroups' output staging, and the
+// barriers.
 int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo);
 // Empty when the halo kernel of spec can run a conv of this size on a device with max_smem
 // and sm_count; else why not (C, more M tiles than SMs, a grid row wider than bn or than a

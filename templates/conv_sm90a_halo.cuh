@@ -21,8 +21,8 @@
 //   (kh == 2) rows and (kw == 2) columns of its grid.
 // - A block keeps one M tile (128 output channels): its W (p planes x 9 positions x chunks/2
 //   k256 slices x 128 rows x 32 bytes) is loaded once and stays, in boxes of 64-byte rows
-//   (two slices, the 64-byte swizzle) where C is a multiple of 512, else of 32-byte rows
-//   (one slice, the 32-byte swizzle); a pipeline stage is one tile's boxes (q planes x
+//   (two slices, the 64-byte swizzle) where C pads to 4 chunks, else of 32-byte rows (one
+//   slice, the 32-byte swizzle); at one chunk, 16-byte rows (a position's) and a zero box; a pipeline stage is one tile's boxes (q planes x
 //   phases x chunks). Rows past O are zero-filled (a 4-D map with O its own dimension). W
 //   came in 16-byte rows until session 27, and its load was most of the prologue: without
 //   it n128-14x14x256 ran 14.0 against 15.7 us, 7x7x512 12.7 against 15.6.
@@ -67,9 +67,9 @@ struct ConvSm90aHalo {
   static constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
   static constexpr int kPhases = kS == 1 ? 1 : 4;
   static constexpr int kSliceW = 128 * 32;  // W: one k256 slice of one position, 128 rows of 32 bytes
-  // W's box rows: 64 bytes (two k256 slices, the 64-byte swizzle) where C is a multiple of
-  // 512 (its slices pair up), else 32 (the 32-byte swizzle); the runner's map takes
-  // rules::halo_w_row_bytes(C), the same choice.
+  // W's box rows: 64 bytes (two k256 slices, the 64-byte swizzle) where the slices pair up
+  // (C pads to 4 chunks), else 32 (the 32-byte swizzle); one chunk takes 16 (consume<0>).
+  // The runner's map takes rules::halo_w_row_bytes(C), the same choice.
   static constexpr int w_row_bytes(int slices) { return slices % 2 == 0 ? 64 : 32; }
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging

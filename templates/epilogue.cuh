@@ -3,9 +3,10 @@
 // generator emits struct Epi with
 //   typedefs Staged, Pooled, Final (i32 or float: the value after the ops before pool, after
 //   pool, after the ops after pool), constants kPlain (no op: the int32 output) kStaged kPool
-//   kPoolMax kPoolSize kPoolStride kQuantize kQBits kQEnc kQPerChannel kQThresholds, and the
-//   straight-line functions pre(i32 accumulator, o, args) -> Staged and post(Pooled, o,
-//   args) -> Final.
+//   kPoolMax kPoolSize kPoolStride kQuantize kQBits kQEnc kQPerChannel kQThresholds
+//   kScaleBias, and the straight-line functions pre(i32 accumulator, o, args) -> Staged and
+//   post(Pooled, o, args) -> Final, and pre_row / post_row (the same with the channel's
+//   parameters from a RowParams, for kernels that keep them per row).
 // A Problem (apmm_sm80.cuh, conv_sm80.cuh) supplies the geometry: output channel o (the
 // GEMM row), tile columns, and output pixels q = img * out_hw + pix.
 #pragma once

@@ -136,8 +136,11 @@ TEST_CASE("conv chains on the halo core: per-element ops and quantize, strides 1
   // w2a2 (two weight planes) with bn 64 at most (its accumulator sets) and C = 256 (W of C =
   // 512 and the stride-2 phases' stages pass the shared memory).
   struct Launch { int stride, bn, stages; ConvShape shape; };
+  // C of 64 and 96 pad to one chunk (position pairs); O = 64 puts the warpgroups on
+  // alternate tiles, at stride 2 with several tiles each.
   const std::vector<Launch> w1a2 = {{1, 112, 4, {3, 256, 13, 13, 200}}, {2, 64, 2, {2, 512, 14, 14, 130}},
-                                    {1, 64, 3, {2, 512, 7, 7, 256}}, {1, 16, 2, {40, 256, 3, 3, 64}}};
+                                    {1, 64, 3, {2, 512, 7, 7, 256}},    {1, 16, 2, {40, 256, 3, 3, 64}},
+                                    {1, 128, 2, {40, 64, 30, 30, 64}},  {2, 64, 2, {300, 96, 15, 15, 64}}};
   const std::vector<Launch> w2a2 = {{1, 64, 4, {3, 256, 13, 13, 200}}, {2, 64, 2, {2, 256, 14, 14, 130}},
                                     {1, 16, 2, {40, 256, 3, 3, 64}}};
   int cases = 0;

@@ -1006,6 +1006,15 @@ TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a 
   const KernelSpec fused = apnn::parse_spec(chain, kOrigin);
   CHECK(fused.tile->halo);
   CHECK(apnn::rules::check_kernel_tile(*fused.tile, fused).empty());
+  // The default core's shared-memory formula does not apply to halo tiles (checked at launch):
+  // w8a1 with bn 16 and 8 stages is a legal tile.
+  KernelSpec deep = fused;
+  deep.epilogue = {};
+  deep.w = {8, Encoding::Unsigned};
+  deep.x = {1, Encoding::Unsigned};
+  deep.tile->bn = 16;
+  deep.tile->stages = 8;
+  CHECK(apnn::rules::check_kernel_tile(*deep.tile, deep).empty());
   json pooled = with_tile(halo, tile);
   pooled["epilogue"] = json::array({{{"op", "relu"}}, {{"op", "pool"}, {"kind", "max"}, {"size", 2}, {"stride", 2}}});
   expect_rejected(pooled, {"tile.core \"halo\"", "pool"});
