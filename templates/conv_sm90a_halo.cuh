@@ -416,10 +416,10 @@ struct ConvSm90aHalo {
         // 16 bytes): W's between the two positions' boxes, X's one column or grid row.
 #pragma unroll
         for (int k = 0; k < 5; ++k) {
-          int pa, pb, phase, dr, dc, phase_b, dr_b, dc_b;
+          int pa, pb, phase, dr, dc, same_phase, dr_b, dc_b;  // pair() keeps both on one phase grid
           pair(k, pa, pb);
           position(pa, phase, dr, dc);
-          position(pb < 0 ? pa : pb, phase_b, dr_b, dc_b);
+          position(pb < 0 ? pa : pb, same_phase, dr_b, dc_b);
           const u32 lbo_x = pb < 0 ? 1u : static_cast<u32>((dr_b - dr) * geo.pw + (dc_b - dc));
           const u32 shift = static_cast<u32>(dr * geo.pw + dc);
 #pragma unroll
