@@ -25,6 +25,10 @@
 // in the same call): n128-14x14x256 3x3/1 15.08 us with skewed warpgroups (16.04 without)
 // against 28.02 shipped and 48.69 cuDNN (3.23x); 14x14x256-o512 3x3/2 11.10 against 13.54
 // and 30.70; 7x7x512 (C = 512, a 7 x 9 grid) 14.41 against 16.86 and 50.68.
+// Session 29 (device call 6): X in 32-byte rows of the 32-byte swizzle (XROW32), its
+// descriptors shifted by whole rows, was exact with the base offset 0 and with it set from
+// the address; 14x14x256 3x3/1 skewed 4 stages 15.13 -> 14.43 us, 3x3/2 2 stages 11.19 ->
+// 10.48 (base offset set: 14.71, 10.75).
 //
 // Build (here) and run (sm_90a):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I../.. conv_halo_probe.cu -lcuda -o conv_halo_probe
@@ -45,9 +49,14 @@ constexpr int kHalfW = kBM * 16;  // W: one 16-byte K chunk (128 channels) of on
 // SKEW: warpgroup 1 starts its first tile once warpgroup 0's first wgmmas are done, so that
 // one warpgroup's epilogue runs beside the other's wgmmas (the stages give it the slack).
 // HALVES: 16-byte K chunks of a pixel (C / 128); two make a k256 wgmma slice.
-template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW = false>
+// XROW32 (session 29): X in rows of 32 bytes, both 16-byte K chunks of a pixel (HALVES 2)
+// in one box of the 32-byte swizzle, so a phase is one copy of 32-byte elements instead of
+// two of 16; the B descriptor reads it swizzled, its start shifted by whole 32-byte rows
+// (BO: the descriptor's base offset set from the start address's bits 7-9, else 0).
+template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW = false, bool XROW32 = false, bool BO = false>
 struct Halo {
   static_assert(HALVES % 2 == 0, "whole k256 slices: C a multiple of 256");
+  static_assert(!XROW32 || HALVES == 2, "32-byte X rows: C = 256");
   static constexpr int kPosW = HALVES * kHalfW;  // W: one position
   static constexpr int kWBytes = kPos * kPosW;   // resident: 36 KB at C = 256
   // kBN: the wgmma's N, the grid's R*PW columns rounded up to a multiple of 16 (b1 wgmma
@@ -57,11 +66,12 @@ struct Halo {
   static constexpr int kPhases = S == 1 ? 1 : 4;
   // X: one 16-byte K chunk of one phase box, its shared-memory slot rounded up to the 128
   // bytes a bulk copy's destination must be aligned to (7x7 inputs: 81 pixels, 1296 bytes).
-  static constexpr int kBoxBytes = kBoxPix * 16, kHalfX = (kBoxBytes + 127) / 128 * 128;
-  static constexpr int kPhaseX = HALVES * kHalfX;
+  static constexpr int kBoxBytes = kBoxPix * (XROW32 ? 32 : 16);
+  static constexpr int kHalfX = XROW32 ? (kBoxBytes + 255) / 256 * 256 : (kBoxBytes + 127) / 128 * 128;
+  static constexpr int kPhaseX = XROW32 ? kHalfX : HALVES * kHalfX;
   static constexpr int kPlaneX = kPhases * kPhaseX;
   static constexpr int kStageBytes = 2 * kPlaneX;
-  static constexpr int kStageTx = 2 * kPhases * HALVES * kBoxBytes;  // the bytes its copies bring
+  static constexpr int kStageTx = 2 * kPhases * (XROW32 ? 1 : HALVES) * kBoxBytes;  // the bytes its copies bring
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;
   static_assert(kStgPitch >= kBN && kStgPitch % 32 == 8, "staging pitch: 8-byte writes of 8 rows in two wavefronts");
@@ -96,7 +106,7 @@ struct Halo {
           apnn::ptx::mbar_arrive_expect_tx(full, kStageTx);
           for (int p = 0; p < 2; ++p)
             for (int ph = 0; ph < kPhases; ++ph)
-              for (int h = 0; h < HALVES; ++h) {
+              for (int h = 0; h < (XROW32 ? 1 : HALVES); ++h) {
                 // Stride 1: rows ho0-1.., columns -1... Stride 2, phase (ra, cb): rows 2 ho0 - 1 + ra..,
                 // columns -1 + cb.., every other one (the map's element strides).
                 const int ra = ph / 2, cb = ph % 2;
@@ -119,7 +129,8 @@ struct Halo {
     // Non-swizzled K-major: core matrices of 8 rows x 16 bytes, SBO 128 between 8-row groups,
     // LBO between the two 16-byte K halves. Both operands share the high word (SBO, mode 0).
     const apnn::ptx::WgmmaDesc da = apnn::ptx::wgmma_desc(wbase + wg * 64 * 16, kHalfW, 128, 0);
-    const apnn::ptx::WgmmaDesc db = apnn::ptx::wgmma_desc(sbase, kHalfX, 128, 0);
+    const apnn::ptx::WgmmaDesc db =
+        XROW32 ? apnn::ptx::wgmma_desc(sbase, 16, 256, 3) : apnn::ptx::wgmma_desc(sbase, kHalfX, 128, 0);
     const u32 stg = stg0 + wg * kStgBytes;
     const int HoWo = s.Ho * s.Wo, row0 = m0 + wg * 64;
     // This thread's readout column j of the grid (columns PW-Wo.. of each row dropped) and its
@@ -146,14 +157,20 @@ struct Halo {
         const int kh = pos / 3, kw = pos % 3;
         const int phase = S == 1 ? 0 : (kh == 1) * 2 + (kw == 1);
         const int dr = S == 1 ? kh : kh == 2, dc = S == 1 ? kw : kw == 2;
-        const u32 shift = static_cast<u32>((phase * kPhaseX + (dr * kPadW + dc) * 16) >> 4);
+        const u32 shift = static_cast<u32>((phase * kPhaseX + (dr * kPadW + dc) * (XROW32 ? 32 : 16)) >> 4);
 #pragma unroll
         for (int k = 0; k < HALVES / 2; ++k)
 #pragma unroll
-          for (int p = 0; p < 2; ++p)
-            apnn::ptx::WgmmaB1<kBN>::mma(acc[p], a + static_cast<u32>(2 * k * kHalfW >> 4),
-                                         b_slot + static_cast<u32>((p * kPlaneX + 2 * k * kHalfX) >> 4) + shift, da.hi,
-                                         pos > 0 || k > 0);
+          for (int p = 0; p < 2; ++p) {
+            const u32 b = b_slot + static_cast<u32>((p * kPlaneX + 2 * k * kHalfX) >> 4) + shift;
+            if constexpr (XROW32) {
+              // Base offset (bits 49-51): the start address's bits 7-9.
+              const u32 hi = db.hi | (BO ? ((((b & 0x3FFF) << 4) >> 7) & 7) << 17 : 0u);
+              apnn::ptx::WgmmaB1<kBN>::mma(acc[p], a + static_cast<u32>(2 * k * kHalfW >> 4), da.hi, b, hi, pos > 0 || k > 0);
+            } else {
+              apnn::ptx::WgmmaB1<kBN>::mma(acc[p], a + static_cast<u32>(2 * k * kHalfW >> 4), b, da.hi, pos > 0 || k > 0);
+            }
+          }
       }
       apnn::ptx::wgmma_commit();
       fence(acc);
@@ -199,18 +216,18 @@ struct Halo {
   }
 };
 
-template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW>
+template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW, bool XROW32, bool BO>
 __global__ void __launch_bounds__(kThreads, 1)
     conv_halo(const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap xmap,
               const i32* __restrict__ xsum, i32* __restrict__ y, Shape s) {
-  Halo<S, R, PW, HALVES, STAGES, SKEW>::run(&wmap, &xmap, xsum, y, s);
+  Halo<S, R, PW, HALVES, STAGES, SKEW, XROW32, BO>::run(&wmap, &xmap, xsum, y, s);
 }
 
 // Returns whether the layer fits the configuration (else nothing runs).
-template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW = false>
+template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW = false, bool XROW32 = false, bool BO = false>
 static bool run(const Data& d) {
   const Shape& s = d.s;
-  using K = Halo<S, R, PW, HALVES, STAGES, SKEW>;
+  using K = Halo<S, R, PW, HALVES, STAGES, SKEW, XROW32, BO>;
   // The grid: whole tiles of R rows, and PW columns that hold the box's columns -1..Wo (stride 1).
   if (s.S != S || s.C != 128 * HALVES || s.Ho % R != 0 || PW < s.Wo + (S == 1 ? 2 : 1)) return false;
   const cuuint64_t pix_bytes = s.C / 8;
@@ -230,13 +247,14 @@ static bool run(const Data& d) {
     // box rows x 1 (times the stride, with element strides of the stride).
     const cuuint64_t dims[4] = {pix_bytes, (cuuint64_t)s.W, (cuuint64_t)s.H, (cuuint64_t)s.N * 2};
     const cuuint64_t strides[3] = {pix_bytes, (cuuint64_t)s.W * pix_bytes, (cuuint64_t)s.H * s.W * pix_bytes};
-    const cuuint32_t box[4] = {16, PW * S, K::kBoxRows * S, 1}, step[4] = {1, S, S, 1};
+    const cuuint32_t box[4] = {XROW32 ? 32u : 16u, PW * S, K::kBoxRows * S, 1}, step[4] = {1, S, S, 1};
     check_encode(cuTensorMapEncodeTiled(&xmaps[k], CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, d.x[k], dims, strides, box, step,
-                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                        CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                        XROW32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE,
                                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                  "X");
   }
-  auto kern = conv_halo<S, R, PW, HALVES, STAGES, SKEW>;
+  auto kern = conv_halo<S, R, PW, HALVES, STAGES, SKEW, XROW32, BO>;
   CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, K::kSmem));
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -248,8 +266,10 @@ static bool run(const Data& d) {
   };
   const auto [checked, bad] = d.check(launch);
   const float us = median_us(d.sets(), launch);
-  std::printf("n%d-%dx%dx%d-o%d 3x3/%d halo tiles (%d rows x %d, %d stages%s, grid %d, %d tiles): %s %lld/%lld checked, kernel %.2f us\n",
-              s.N, s.H, s.W, s.C, s.O, S, R, PW, STAGES, SKEW ? ", skewed warpgroups" : "", grid, tiles, bad ? "MISMATCH" : "exact", checked - bad, checked, us);
+  std::printf("n%d-%dx%dx%d-o%d 3x3/%d halo tiles (%d rows x %d, %d stages%s%s, grid %d, %d tiles): %s %lld/%lld checked, kernel %.2f us\n",
+              s.N, s.H, s.W, s.C, s.O, S, R, PW, STAGES, SKEW ? ", skewed warpgroups" : "",
+              XROW32 ? (BO ? ", X in 32-byte rows, base offset" : ", X in 32-byte rows") : "", grid, tiles,
+              bad ? "MISMATCH" : "exact", checked - bad, checked, us);
   return true;
 }
 
@@ -262,7 +282,10 @@ int main(int argc, char** argv) {
   const bool ran = run<1, 7, 16, 2, 2>(d) | run<1, 7, 16, 2, 4>(d) | run<1, 7, 16, 2, 4, true>(d) |
                   run<1, 7, 16, 2, 8, true>(d) | run<2, 7, 8, 2, 2>(d) | run<2, 7, 8, 2, 4>(d) |
                   run<2, 7, 8, 2, 4, true>(d) | run<2, 7, 8, 2, 8, true>(d) | run<1, 7, 9, 4, 2>(d) |
-                  run<1, 7, 9, 4, 4>(d) | run<1, 7, 9, 4, 4, true>(d);
+                  run<1, 7, 9, 4, 4>(d) | run<1, 7, 9, 4, 4, true>(d) |
+                  // Session 29: X in 32-byte rows (C = 256), base offset 0 and from the address.
+                  run<1, 7, 16, 2, 4, true, true, false>(d) | run<1, 7, 16, 2, 4, true, true, true>(d) |
+                  run<2, 7, 8, 2, 2, false, true, false>(d) | run<2, 7, 8, 2, 2, false, true, true>(d);
   if (!ran) {
     std::fprintf(stderr, "%s: no configuration fits this layer (C=%d, %dx%d, stride %d)\n", argv[0], d.s.C, d.s.H, d.s.W, d.s.S);
     return 2;
