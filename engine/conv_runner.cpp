@@ -31,12 +31,13 @@ static_assert(sizeof(rules::HaloGeometry) == 20, "pw, rows, row_tiles, box_rows,
 
 // The halo core's view of the packed planes (conv_layout.h) as byte tensors
 // (templates/conv_sm90a_halo.cuh). W: {C/8 bytes, Kh*Kw positions, O, p}, boxes of
-// rules::halo_w_row_bytes(C) (its swizzle, w_swizzle) x one position x 128 rows (rows past O
-// read zeros). X: {C/8 bytes, W, H, N*q planes}, boxes of one 16-byte chunk x the grid's
-// columns x the box's rows, every `stride`-th pixel (element strides), from column -1
-// (padding reads zeros), not swizzled: the wgmmas read it shifted by whole 16-byte rows.
-// W's swizzle for its box rows: the span of one row (64 or 32 bytes), none for 16.
-CUtensorMapSwizzle w_swizzle(int row_bytes) {
+// rules::halo_w_row_bytes(C) (its swizzle, row_swizzle) x one position x 128 rows (rows past O
+// read zeros). X: {C/8 bytes, W, H, N*q planes}, boxes of rules::halo_x_row_bytes(C) (one k256
+// slice in the 32-byte swizzle, or one 16-byte chunk not swizzled) x the grid's columns x the
+// box's rows, every `stride`-th pixel (element strides), from column -1 (padding reads zeros):
+// the wgmmas read it shifted by whole rows.
+// A box row's swizzle: the span of one row (64 or 32 bytes), none for 16.
+CUtensorMapSwizzle row_swizzle(int row_bytes) {
   return row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : row_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;
 }
 
@@ -186,9 +187,11 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     const cuuint32_t wbox[4] = {static_cast<cuuint32_t>(w_row), 1, 128, 1};
     const cuuint64_t xdims[4] = {cw_bytes, static_cast<cuuint64_t>(g.W), static_cast<cuuint64_t>(g.H),
                                  static_cast<cuuint64_t>(g.N * s.x.bits)};
-    const cuuint32_t xbox[4] = {16, static_cast<cuuint32_t>(geo.pw * g.sh), static_cast<cuuint32_t>(geo.box_rows * g.sh), 1};
-    CUtensorMap wmap = halo_map(w.planes, wdims, wbox, 1, w_swizzle(w_row), "weights");
-    CUtensorMap xmap = halo_map(x.planes, xdims, xbox, g.sh, CU_TENSOR_MAP_SWIZZLE_NONE, "activations");
+    const int x_row = rules::halo_x_row_bytes(g.C);
+    const cuuint32_t xbox[4] = {static_cast<cuuint32_t>(x_row), static_cast<cuuint32_t>(geo.pw * g.sh),
+                                static_cast<cuuint32_t>(geo.box_rows * g.sh), 1};
+    CUtensorMap wmap = halo_map(w.planes, wdims, wbox, 1, row_swizzle(w_row), "weights");
+    CUtensorMap xmap = halo_map(x.planes, xdims, xbox, g.sh, row_swizzle(x_row), "activations");
     rules::HaloGeometry kgeo = geo;
     void* hargs[] = {&wmap, &xmap, &rowsum, &possum, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv, &kgeo};
     d.block_x = rules::kHaloThreads;

@@ -83,7 +83,7 @@ struct WgmmaB1<{n}> {{
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }}
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[{n // 8}][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {{
     asm volatile(
         "{{\\n.reg .pred p;\\n.reg .b64 da, db;\\nsetp.ne.b32 p, %{r + 4}, 0;\\n"

@@ -225,6 +225,10 @@ inline constexpr int64_t halo_chunks(int64_t C) { return (C + 127) / 128; }  // 
 inline constexpr int halo_w_row_bytes(int64_t C) {
   return halo_chunks(C) == 1 ? 16 : halo_chunks(C) % 4 == 0 ? 64 : 32;
 }
+// The bytes of a row of X's boxes: 32 (one k256 slice of a pixel, the 32-byte swizzle: a box a
+// slice) where C pads to whole slices, else 16 (one chunk, not swizzled: its position pairs
+// shift a box by a column inside a slice). The kernel's ConvSm90aHalo::kXRow makes the same choice.
+inline constexpr int halo_x_row_bytes(int64_t C) { return halo_chunks(C) == 1 ? 16 : 32; }
 // Dynamic shared memory of a launch with C input channels: 1024 for alignment, W (p planes x
 // 9 positions x the padded chunks' 16 bytes x 128 rows, and at one chunk a zero box), the
 // stages (q planes x phases x chunks boxes), the two warpgroups' output staging, and the

@@ -8,22 +8,26 @@
 //   (pw > Wo: the grid's columns Wo.. are computed and dropped). Its input is one box of the
 //   rows it needs x pw columns from column -1 (the copy engine zero-fills the padding). On
 //   the grid, kernel position (kh, kw) reads box pixel j + kh*pw + kw for output column j:
-//   every position's B operand is the same box, shifted by whole rows of 16 bytes, which the
-//   non-swizzled K-major layout allows (core matrices of 8 rows x 16 bytes, SBO 128). A
-//   pixel's channels come as 16-byte chunks (128 channels) in boxes of their own, LBO apart;
-//   two chunks make a k256 wgmma slice, so C pads to 2, 4 or 6 chunks (W's shared memory).
-//   With one chunk (C <= 128) a slice is two kernel positions instead, the second half's
-//   box the first's shifted by a column or row (its own LBO): five slices for nine
-//   positions (pair()). n128 28x28x128 ran 24.5 us against the default core's 32.0, 3x3/2
-//   to 256 16.3 against 24.6.
+//   every position's B operand is the same box, shifted by whole rows. A pixel's channels
+//   come as k256 slices (two 16-byte chunks of 128 channels) in boxes of 32-byte rows, the
+//   32-byte swizzle (SBO 256), a box a slice: C pads to 2, 4 or 6 chunks (W's shared memory).
+//   The wgmmas read a box shifted by whole 32-byte rows: the swizzle follows the address
+//   bits (bench/probes/conv_halo_probe.cu, session 29: exact with the descriptor's base
+//   offset 0; rows of 16-byte chunks in boxes of their own, as until then, cost twice the
+//   copies' elements: the probe's 3x3/2 layer 11.19 -> 10.48 us). With one chunk (C <= 128) a
+//   slice is two kernel positions instead: X in 16-byte rows, not swizzled (core matrices of
+//   8 rows x 16 bytes, SBO 128), the second half's box the first's shifted by a column or
+//   row (its own LBO): five slices for nine positions (pair()). n128 28x28x128 ran 24.5 us
+//   against the default core's 32.0, 3x3/2 to 256 16.3 against 24.6.
 // - Stride 2: four phase grids (input rows 2i-1 / 2i x columns 2k-1 / 2k, boxes loaded with
 //   element strides of 2); position (kh, kw) reads phase (kh == 1, kw == 1) shifted by
 //   (kh == 2) rows and (kw == 2) columns of its grid.
 // - A block keeps one M tile (128 output channels): its W (p planes x 9 positions x chunks/2
 //   k256 slices x 128 rows x 32 bytes) is loaded once and stays, in boxes of 64-byte rows
 //   (two slices, the 64-byte swizzle) where C pads to 4 chunks, else of 32-byte rows (one
-//   slice, the 32-byte swizzle); at one chunk, 16-byte rows (a position's) and a zero box; a pipeline stage is one tile's boxes (q planes x
-//   phases x chunks). Rows past O are zero-filled (a 4-D map with O its own dimension). W
+//   slice, the 32-byte swizzle); at one chunk, 16-byte rows (a position's) and a zero box. A
+//   pipeline stage is one tile's boxes (q planes x phases x slices, a slice's slot two of
+//   geo.slot_bytes; at one chunk one). Rows past O are zero-filled (a 4-D map with O its own dimension). W
 //   came in 16-byte rows until session 27, and its load was most of the prologue: without
 //   it n128-14x14x256 ran 14.0 against 15.7 us, 7x7x512 12.7 against 15.6.
 // - Warps: two consumer warpgroups (rows 0-63, 64-127), then a producer warpgroup whose
@@ -205,7 +209,8 @@ struct ConvSm90aHalo {
           // 2 ho0 - 1 + ra.., columns -1 + cb.., every other one (the map's element strides).
           const int ra = ph / 2, cb = ph % 2;
           const int h0 = kS == 1 ? ho0 - 1 : 2 * ho0 - 1 + ra, w0 = kS == 1 ? -1 : -1 + cb;
-          for (int h = 0; h < L.chunks; ++h)
+          // A box a k256 slice (32-byte rows; at one chunk, the chunk's 16-byte rows).
+          for (int h = 0; h < L.chunks; h += (L.chunks == 1 ? 1 : 2))
             ptx::tma_load_4d(st + ((x * kPhases + ph) * L.chunks + h) * geo.slot_bytes, xmap, 16 * h, w0, h0,
                              n * T::kXBits + x, full, keep);
         }
@@ -344,9 +349,9 @@ struct ConvSm90aHalo {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2, tid = threadIdx.x & 127;
     const int g = lane >> 2, tig = lane & 3;
     // W K-major in the 32- or 64-byte swizzle: SBO 8 rows, a k256 slice a row or its half (the
-    // second half 32 bytes on; LBO unused). X non-swizzled K-major (the shifts by whole
-    // 16-byte rows need it): SBO 128, LBO between chunks.
-    // kSlices 0 (one chunk): W non-swizzled in 16-byte rows, SBO 128, each pair's LBO its own.
+    // second half 32 bytes on; LBO unused). X K-major in the 32-byte swizzle: a slice a row,
+    // SBO 256, shifted by whole rows.
+    // kSlices 0 (one chunk): W and X non-swizzled in 16-byte rows, SBO 128, each pair's LBO its own.
     constexpr int kRow = kSlices == 0 ? 16 : w_row_bytes(kSlices), kPerRow = kRow / 32 > 0 ? kRow / 32 : 1,
                   kBoxes = kSlices / kPerRow;
     constexpr u32 kWSwizzle = kRow == 64 ? 2 : (kRow == 32 ? 3 : 0);  // 2 the 64-byte swizzle, 3 the 32-byte, 0 none
@@ -356,7 +361,8 @@ struct ConvSm90aHalo {
     const bool alternate = prob.a_rows <= 64;
     const int a_row = alternate ? 0 : wg * 64;  // this warpgroup's first row of the M tile
     const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + a_row * kRow, kSlices == 0 ? 0 : 16, 8 * kRow, kWSwizzle);
-    const ptx::WgmmaDesc db = ptx::wgmma_desc(L.stages, kSlices == 0 ? 0 : geo.slot_bytes, 128, 0);
+    constexpr int kXRow = kSlices == 0 ? 16 : 32;  // rules::halo_x_row_bytes
+    const ptx::WgmmaDesc db = kSlices == 0 ? ptx::wgmma_desc(L.stages, 0, 128, 0) : ptx::wgmma_desc(L.stages, 16, 256, 3);
     const u32 stg = L.staging + wg * kStgBytes;
     const int O = prob.a_rows, HoWo = prob.Ho * prob.Wo, row0 = m0 + a_row;
     // This thread's readout column j of the grid and its rows r0, r0 + split, ...
@@ -441,7 +447,7 @@ struct ConvSm90aHalo {
       for (int pos = 0; pos < (kSlices == 0 ? 0 : 9); ++pos) {
         int phase, dr, dc;
         position(pos, phase, dr, dc);
-        const u32 shift = static_cast<u32>(dr * geo.pw + dc);  // rows of 16 bytes
+        const u32 shift = static_cast<u32>((dr * geo.pw + dc) * (kXRow / 16));  // whole rows, in 16 bytes
 #pragma unroll
         for (int k = 0; k < kSlices; ++k) {
           const bool first_step = pos == 0 && k == 0;

@@ -66,7 +66,7 @@ struct WgmmaB1<8> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[1][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %8, 0;\n"
@@ -102,7 +102,7 @@ struct WgmmaB1<16> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[2][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %12, 0;\n"
@@ -138,7 +138,7 @@ struct WgmmaB1<24> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[3][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %16, 0;\n"
@@ -174,7 +174,7 @@ struct WgmmaB1<32> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[4][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %20, 0;\n"
@@ -210,7 +210,7 @@ struct WgmmaB1<48> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[6][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %28, 0;\n"
@@ -246,7 +246,7 @@ struct WgmmaB1<64> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[8][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %36, 0;\n"
@@ -282,7 +282,7 @@ struct WgmmaB1<80> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[10][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %44, 0;\n"
@@ -318,7 +318,7 @@ struct WgmmaB1<96> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[12][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %52, 0;\n"
@@ -354,7 +354,7 @@ struct WgmmaB1<112> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[14][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %60, 0;\n"
@@ -390,7 +390,7 @@ struct WgmmaB1<128> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[16][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %68, 0;\n"
@@ -426,7 +426,7 @@ struct WgmmaB1<160> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[20][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %84, 0;\n"
@@ -462,7 +462,7 @@ struct WgmmaB1<192> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[24][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %100, 0;\n"
@@ -498,7 +498,7 @@ struct WgmmaB1<224> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[28][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %116, 0;\n"
@@ -534,7 +534,7 @@ struct WgmmaB1<256> {
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }
   // The same with descriptors of different high words (A and B in different layouts: the halo
-  // conv core's swizzled W against its non-swizzled X).
+  // conv core's W and X, in rows of different widths and swizzles).
   static __device__ __forceinline__ void mma(i32 (&d)[32][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %132, 0;\n"

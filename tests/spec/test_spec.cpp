@@ -1071,6 +1071,11 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   CHECK(apnn::rules::halo_w_row_bytes(512) == 64);
   CHECK(apnn::rules::halo_w_row_bytes(768) == 32);
   CHECK(apnn::rules::halo_w_row_bytes(128) == 16);  // one position's 16 bytes, slices pairing two
+  // X's box rows: one k256 slice (32 bytes, the 32-byte swizzle) a box, whatever the slices;
+  // one 16-byte chunk at C <= 128. A slice's shared memory is two chunk slots, so the stages'
+  // bytes do not change with the row.
+  for (int64_t c : {129, 200, 256, 400, 512, 768}) CHECK(apnn::rules::halo_x_row_bytes(c) == 32);
+  for (int64_t c : {1, 64, 128}) CHECK(apnn::rules::halo_x_row_bytes(c) == 16);
   // C = 128: W is a 2 KB box a plane and position and one zero box; one 16-byte chunk a pixel.
   CHECK(apnn::rules::halo_shared_bytes(s, 128, s1) == 1024 + 10 * 2048 + 4 * 2 * 1 * 2304 + 2 * 64 * 136 * 4 + 9 * 8);
   CHECK(apnn::rules::halo_launch_error(s, 128, 128, 28, 28, apnn::rules::kMaxSharedBytes, 132).empty());
