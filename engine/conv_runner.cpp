@@ -30,10 +30,10 @@ static_assert(sizeof(ConvKernelDivisors) == 48, "six FastDivs of two u32");
 static_assert(sizeof(rules::HaloGeometry) == 20, "pw, rows, row_tiles, box_rows, slot_bytes");
 
 // The halo core's view of the packed planes (conv_layout.h) as byte tensors
-// (templates/conv_sm90a_halo.cuh). W: {C/8 bytes, Kh*Kw positions, O, p}, boxes of
-// rules::halo_w_row_bytes(C) (its swizzle, row_swizzle) x one position x 128 rows (rows past O
-// read zeros). X: {C/8 bytes, W, H, N*q planes}, boxes of rules::halo_x_row_bytes(C) (one k256
-// slice in the 32-byte swizzle, or one 16-byte chunk not swizzled) x the grid's columns x the
+// (templates/conv_sm90a_halo.cuh), both in boxes of rules::halo_row_bytes(C) rows (one or two
+// k256 slices in the swizzle of that span, row_swizzle; one 16-byte chunk not swizzled).
+// W: {C/8 bytes, Kh*Kw positions, O, p}, boxes of a row x one position x 128 rows (rows past O
+// read zeros). X: {C/8 bytes, W, H, N*q planes}, boxes of a row x the grid's columns x the
 // box's rows, every `stride`-th pixel (element strides), from column -1 (padding reads zeros):
 // the wgmmas read it shifted by whole rows.
 // A box row's swizzle: the span of one row (64 or 32 bytes), none for 16.
@@ -183,15 +183,14 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     const uint64_t cw_bytes = static_cast<uint64_t>(cw) * 4;
     const cuuint64_t wdims[4] = {cw_bytes, static_cast<cuuint64_t>(g.kh * g.kw), static_cast<cuuint64_t>(g.O),
                                  static_cast<cuuint64_t>(s.w.bits)};
-    const int w_row = rules::halo_w_row_bytes(g.C);
-    const cuuint32_t wbox[4] = {static_cast<cuuint32_t>(w_row), 1, 128, 1};
+    const int row = rules::halo_row_bytes(g.C);
+    const cuuint32_t wbox[4] = {static_cast<cuuint32_t>(row), 1, 128, 1};
     const cuuint64_t xdims[4] = {cw_bytes, static_cast<cuuint64_t>(g.W), static_cast<cuuint64_t>(g.H),
                                  static_cast<cuuint64_t>(g.N * s.x.bits)};
-    const int x_row = rules::halo_x_row_bytes(g.C);
-    const cuuint32_t xbox[4] = {static_cast<cuuint32_t>(x_row), static_cast<cuuint32_t>(geo.pw * g.sh),
+    const cuuint32_t xbox[4] = {static_cast<cuuint32_t>(row), static_cast<cuuint32_t>(geo.pw * g.sh),
                                 static_cast<cuuint32_t>(geo.box_rows * g.sh), 1};
-    CUtensorMap wmap = halo_map(w.planes, wdims, wbox, 1, row_swizzle(w_row), "weights");
-    CUtensorMap xmap = halo_map(x.planes, xdims, xbox, g.sh, row_swizzle(x_row), "activations");
+    CUtensorMap wmap = halo_map(w.planes, wdims, wbox, 1, row_swizzle(row), "weights");
+    CUtensorMap xmap = halo_map(x.planes, xdims, xbox, g.sh, row_swizzle(row), "activations");
     rules::HaloGeometry kgeo = geo;
     void* hargs[] = {&wmap, &xmap, &rowsum, &possum, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv, &kgeo};
     d.block_x = rules::kHaloThreads;

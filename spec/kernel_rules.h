@@ -216,19 +216,15 @@ HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn);
 // block an SM: M tiles x min(halo_sms_per_m_tile, tiles). Valid where M tiles <= SMs.
 int64_t halo_sms_per_m_tile(int64_t O, int sm_count);
 int64_t halo_grid(int64_t O, int64_t tiles, int sm_count);
-// The bytes of a row of W's boxes (its tensor map's inner box and swizzle span), from the
-// 128-channel chunks of a pixel (conv_layout.h pads C to them): 64 (two k256 slices, the
-// 64-byte swizzle) where the slices pair up, 16 for one chunk (one position's channels, no
-// swizzle: its slices pair two positions), else 32 (one slice, the 32-byte swizzle). The
-// kernel's ConvSm90aHalo::w_row_bytes makes the same choice from its slices.
+// The bytes of a row of W's and X's boxes (their tensor maps' inner box and swizzle span),
+// from the 128-channel chunks of a pixel (conv_layout.h pads C to them): 64 (two k256
+// slices, the 64-byte swizzle) where the slices pair up, 16 for one chunk (one position's or
+// pixel's channels, no swizzle: its slices pair two positions), else 32 (one slice, the
+// 32-byte swizzle). The kernel's ConvSm90aHalo::row_bytes makes the same choice from its slices.
 inline constexpr int64_t halo_chunks(int64_t C) { return (C + 127) / 128; }  // a pixel's 16-byte chunks (padding in)
-inline constexpr int halo_w_row_bytes(int64_t C) {
+inline constexpr int halo_row_bytes(int64_t C) {
   return halo_chunks(C) == 1 ? 16 : halo_chunks(C) % 4 == 0 ? 64 : 32;
 }
-// The bytes of a row of X's boxes: 32 (one k256 slice of a pixel, the 32-byte swizzle: a box a
-// slice) where C pads to whole slices, else 16 (one chunk, not swizzled: its position pairs
-// shift a box by a column inside a slice). The kernel's ConvSm90aHalo::kXRow makes the same choice.
-inline constexpr int halo_x_row_bytes(int64_t C) { return halo_chunks(C) == 1 ? 16 : 32; }
 // Dynamic shared memory of a launch with C input channels: 1024 for alignment, W (p planes x
 // 9 positions x the padded chunks' 16 bytes x 128 rows, and at one chunk a zero box), the
 // stages (q planes x phases x chunks boxes), the two warpgroups' output staging, and the

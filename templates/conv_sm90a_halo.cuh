@@ -9,12 +9,13 @@
 //   rows it needs x pw columns from column -1 (the copy engine zero-fills the padding). On
 //   the grid, kernel position (kh, kw) reads box pixel j + kh*pw + kw for output column j:
 //   every position's B operand is the same box, shifted by whole rows. A pixel's channels
-//   come as k256 slices (two 16-byte chunks of 128 channels) in boxes of 32-byte rows, the
-//   32-byte swizzle (SBO 256), a box a slice: C pads to 2, 4 or 6 chunks (W's shared memory).
-//   The wgmmas read a box shifted by whole 32-byte rows: the swizzle follows the address
-//   bits (bench/probes/conv_halo_probe.cu, session 29: exact with the descriptor's base
-//   offset 0; rows of 16-byte chunks in boxes of their own, as until then, cost twice the
-//   copies' elements: the probe's 3x3/2 layer 11.19 -> 10.48 us). With one chunk (C <= 128) a
+//   come as k256 slices (two 16-byte chunks of 128 channels) in boxes of W's rows: 64 bytes
+//   (two slices, the 64-byte swizzle) where C pads to 4 chunks, else 32 (one, the 32-byte
+//   swizzle); C pads to 2, 4 or 6 chunks (W's shared memory). The wgmmas read a box shifted
+//   by whole rows: the swizzle follows the address bits (bench/probes/conv_halo_probe.cu,
+//   session 29: exact with the descriptor's base offset 0; rows of 16-byte chunks in boxes of
+//   their own, as until then, cost 2-4x the copies' elements: the probe's 3x3/2 layer 11.19 ->
+//   10.48 us). With one chunk (C <= 128) a
 //   slice is two kernel positions instead: X in 16-byte rows, not swizzled (core matrices of
 //   8 rows x 16 bytes, SBO 128), the second half's box the first's shifted by a column or
 //   row (its own LBO): five slices for nine positions (pair()). n128 28x28x128 ran 24.5 us
@@ -71,10 +72,10 @@ struct ConvSm90aHalo {
   static constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
   static constexpr int kPhases = kS == 1 ? 1 : 4;
   static constexpr int kSliceW = 128 * 32;  // W: one k256 slice of one position, 128 rows of 32 bytes
-  // W's box rows: 64 bytes (two k256 slices, the 64-byte swizzle) where the slices pair up
-  // (C pads to 4 chunks), else 32 (the 32-byte swizzle); one chunk takes 16 (consume<0>).
-  // The runner's map takes rules::halo_w_row_bytes(C), the same choice.
-  static constexpr int w_row_bytes(int slices) { return slices % 2 == 0 ? 64 : 32; }
+  // W's and X's box rows: 64 bytes (two k256 slices, the 64-byte swizzle) where the slices
+  // pair up (C pads to 4 chunks), else 32 (the 32-byte swizzle); one chunk takes 16
+  // (consume<0>). The runner's maps take rules::halo_row_bytes(C), the same choice.
+  static constexpr int row_bytes(int slices) { return slices % 2 == 0 ? 64 : 32; }
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging
   using Frag = GemmSm80<T>;    // the accumulator fragment and its combine
@@ -189,14 +190,15 @@ struct ConvSm90aHalo {
       for (int s = 0; s < T::kWBits; ++s)
         for (int pos = 0; pos < 9; ++pos) ptx::tma_load_4d(L.w + (s * 9 + pos) * kPosW, wmap, 0, pos, m0, s, L.wfull, keep);
     } else {
-      const int slices = L.chunks / 2, row = w_row_bytes(slices), boxes = slices * 32 / row;
+      const int slices = L.chunks / 2, row = row_bytes(slices), boxes = slices * 32 / row;
       ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * slices * kSliceW);
       for (int s = 0; s < T::kWBits; ++s)
         for (int pos = 0; pos < 9; ++pos)
           for (int b = 0; b < boxes; ++b)
             ptx::tma_load_4d(L.w + ((s * 9 + pos) * boxes + b) * 128 * row, wmap, row * b, pos, m0, s, L.wfull, keep);
     }
-    const int box_bytes = geo.box_rows * geo.pw * 16;
+    const int box_bytes = geo.box_rows * geo.pw * 16;  // a chunk's bytes of a box
+    const int x_row = L.chunks == 1 ? 16 : row_bytes(L.chunks / 2);
     int i = 0;
     for (int t = first; t < tiles; t += step, ++i) {
       const int slot = i % T::kStages, n = t / geo.row_tiles, ho0 = (t - n * geo.row_tiles) * geo.rows;
@@ -209,8 +211,9 @@ struct ConvSm90aHalo {
           // 2 ho0 - 1 + ra.., columns -1 + cb.., every other one (the map's element strides).
           const int ra = ph / 2, cb = ph % 2;
           const int h0 = kS == 1 ? ho0 - 1 : 2 * ho0 - 1 + ra, w0 = kS == 1 ? -1 : -1 + cb;
-          // A box a k256 slice (32-byte rows; at one chunk, the chunk's 16-byte rows).
-          for (int h = 0; h < L.chunks; h += (L.chunks == 1 ? 1 : 2))
+          // A box a row of one or two k256 slices (at one chunk, the chunk's 16-byte rows), in
+          // the slots of the chunks it holds.
+          for (int h = 0; h < L.chunks; h += x_row / 16)
             ptx::tma_load_4d(st + ((x * kPhases + ph) * L.chunks + h) * geo.slot_bytes, xmap, 16 * h, w0, h0,
                              n * T::kXBits + x, full, keep);
         }
@@ -348,11 +351,10 @@ struct ConvSm90aHalo {
                                  int tiles) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2, tid = threadIdx.x & 127;
     const int g = lane >> 2, tig = lane & 3;
-    // W K-major in the 32- or 64-byte swizzle: SBO 8 rows, a k256 slice a row or its half (the
-    // second half 32 bytes on; LBO unused). X K-major in the 32-byte swizzle: a slice a row,
-    // SBO 256, shifted by whole rows.
+    // W and X K-major in the 32- or 64-byte swizzle: SBO 8 rows, a k256 slice a row or its half
+    // (the second half 32 bytes on; LBO unused); X read shifted by whole rows.
     // kSlices 0 (one chunk): W and X non-swizzled in 16-byte rows, SBO 128, each pair's LBO its own.
-    constexpr int kRow = kSlices == 0 ? 16 : w_row_bytes(kSlices), kPerRow = kRow / 32 > 0 ? kRow / 32 : 1,
+    constexpr int kRow = kSlices == 0 ? 16 : row_bytes(kSlices), kPerRow = kRow / 32 > 0 ? kRow / 32 : 1,
                   kBoxes = kSlices / kPerRow;
     constexpr u32 kWSwizzle = kRow == 64 ? 2 : (kRow == 32 ? 3 : 0);  // 2 the 64-byte swizzle, 3 the 32-byte, 0 none
     // O <= 64: the warpgroups take alternate tiles, both with W's rows 0-63 (as one warpgroup
@@ -361,8 +363,7 @@ struct ConvSm90aHalo {
     const bool alternate = prob.a_rows <= 64;
     const int a_row = alternate ? 0 : wg * 64;  // this warpgroup's first row of the M tile
     const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + a_row * kRow, kSlices == 0 ? 0 : 16, 8 * kRow, kWSwizzle);
-    constexpr int kXRow = kSlices == 0 ? 16 : 32;  // rules::halo_x_row_bytes
-    const ptx::WgmmaDesc db = kSlices == 0 ? ptx::wgmma_desc(L.stages, 0, 128, 0) : ptx::wgmma_desc(L.stages, 16, 256, 3);
+    const ptx::WgmmaDesc db = ptx::wgmma_desc(L.stages, kSlices == 0 ? 0 : 16, 8 * kRow, kWSwizzle);
     const u32 stg = L.staging + wg * kStgBytes;
     const int O = prob.a_rows, HoWo = prob.Ho * prob.Wo, row0 = m0 + a_row;
     // This thread's readout column j of the grid and its rows r0, r0 + split, ...
@@ -447,7 +448,7 @@ struct ConvSm90aHalo {
       for (int pos = 0; pos < (kSlices == 0 ? 0 : 9); ++pos) {
         int phase, dr, dc;
         position(pos, phase, dr, dc);
-        const u32 shift = static_cast<u32>((dr * geo.pw + dc) * (kXRow / 16));  // whole rows, in 16 bytes
+        const u32 shift = static_cast<u32>((dr * geo.pw + dc) * (kRow / 16));  // whole rows, in 16 bytes
 #pragma unroll
         for (int k = 0; k < kSlices; ++k) {
           const bool first_step = pos == 0 && k == 0;
@@ -457,7 +458,11 @@ struct ConvSm90aHalo {
                 da.lo + static_cast<u32>(((((s * 9 + pos) * kBoxes + k / kPerRow) * 128 * kRow) + (k % kPerRow) * 32) >> 4);
 #pragma unroll
             for (int x = 0; x < T::kXBits; ++x) {
-              const u32 b = b_slot + static_cast<u32>((((x * kPhases + phase) * L.chunks + 2 * k) * geo.slot_bytes) >> 4) + shift;
+              // Slice k: its row's box (in the slots of its chunks), 32 bytes in for a row's second.
+              const u32 b = b_slot +
+                            static_cast<u32>(((((x * kPhases + phase) * L.chunks + k / kPerRow * (kRow / 16)) * geo.slot_bytes) +
+                                              (k % kPerRow) * 32) >> 4) +
+                            shift;
 #pragma unroll
               for (int r = 0; r < T::repeat(s, x); ++r)
                 ptx::WgmmaB1<kBN>::mma(acc[T::group_of(s, x)][0], a, da.hi, b, db.hi,

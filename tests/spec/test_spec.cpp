@@ -1065,17 +1065,14 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
   // 1024 + W (36 KB) + 4 stages of 2 planes x 2 boxes + two stagings of 64 x 136 words + 9 barriers.
   CHECK(apnn::rules::halo_shared_bytes(s, 256, s1) == 1024 + 36864 + 4 * 2 * 2 * 2304 + 2 * 64 * 136 * 4 + 9 * 8);
-  // W's box rows (its map's inner box and swizzle): two k256 slices where C is a multiple of
-  // 512, else one (C = 768: three 32-byte boxes a position).
-  CHECK(apnn::rules::halo_w_row_bytes(256) == 32);
-  CHECK(apnn::rules::halo_w_row_bytes(512) == 64);
-  CHECK(apnn::rules::halo_w_row_bytes(768) == 32);
-  CHECK(apnn::rules::halo_w_row_bytes(128) == 16);  // one position's 16 bytes, slices pairing two
-  // X's box rows: one k256 slice (32 bytes, the 32-byte swizzle) a box, whatever the slices;
-  // one 16-byte chunk at C <= 128. A slice's shared memory is two chunk slots, so the stages'
-  // bytes do not change with the row.
-  for (int64_t c : {129, 200, 256, 400, 512, 768}) CHECK(apnn::rules::halo_x_row_bytes(c) == 32);
-  for (int64_t c : {1, 64, 128}) CHECK(apnn::rules::halo_x_row_bytes(c) == 16);
+  // W's and X's box rows (their maps' inner box and swizzle): two k256 slices where C is a
+  // multiple of 512, else one (C = 768: three 32-byte boxes a position or phase).
+  CHECK(apnn::rules::halo_row_bytes(256) == 32);
+  CHECK(apnn::rules::halo_row_bytes(512) == 64);
+  CHECK(apnn::rules::halo_row_bytes(768) == 32);
+  CHECK(apnn::rules::halo_row_bytes(128) == 16);  // one position's 16 bytes, slices pairing two
+  // X's boxes take the same rows; a row's shared memory is the slots of the chunks it holds,
+  // so the stages' bytes do not change with it.
   // C = 128: W is a 2 KB box a plane and position and one zero box; one 16-byte chunk a pixel.
   CHECK(apnn::rules::halo_shared_bytes(s, 128, s1) == 1024 + 10 * 2048 + 4 * 2 * 1 * 2304 + 2 * 64 * 136 * 4 + 9 * 8);
   CHECK(apnn::rules::halo_launch_error(s, 128, 128, 28, 28, apnn::rules::kMaxSharedBytes, 132).empty());
@@ -1091,9 +1088,9 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   // C pads to 128-channel chunks: one (a slice pairs two positions) or 2, 4, 6 (whole slices).
   for (int64_t c : {1, 64, 100, 192, 256, 400})
     CHECK(apnn::rules::halo_launch_error(s, c, 256, 9, 9, limit, 132).empty());
-  CHECK(apnn::rules::halo_w_row_bytes(64) == 16);
-  CHECK(apnn::rules::halo_w_row_bytes(200) == 32);
-  CHECK(apnn::rules::halo_w_row_bytes(400) == 64);
+  CHECK(apnn::rules::halo_row_bytes(64) == 16);
+  CHECK(apnn::rules::halo_row_bytes(200) == 32);
+  CHECK(apnn::rules::halo_row_bytes(400) == 64);
   for (int64_t c : {300, 640, 1024}) {
     const std::string why = apnn::rules::halo_launch_error(s, c, 256, 14, 14, limit, 132);
     CHECK(contains(why, "in-channels " + std::to_string(c)));
