@@ -364,6 +364,7 @@ struct ConvSm90aHalo {
     const int a_row = alternate ? 0 : wg * 64;  // this warpgroup's first row of the M tile
     const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + a_row * kRow, kSlices == 0 ? 0 : 16, 8 * kRow, kWSwizzle);
     const ptx::WgmmaDesc db = ptx::wgmma_desc(L.stages, kSlices == 0 ? 0 : 16, 8 * kRow, kWSwizzle);
+    const u32 hi = da.hi;  // both descriptors' high word: W's and X's rows share SBO and swizzle
     const u32 stg = L.staging + wg * kStgBytes;
     const int O = prob.a_rows, HoWo = prob.Ho * prob.Wo, row0 = m0 + a_row;
     // This thread's readout column j of the grid and its rows r0, r0 + split, ...
@@ -438,7 +439,7 @@ struct ConvSm90aHalo {
               const u32 b = b_slot + static_cast<u32>(((x * kPhases + phase) * geo.slot_bytes) >> 4) + shift + (lbo_x << 16);
 #pragma unroll
               for (int r = 0; r < T::repeat(s, x); ++r)
-                ptx::WgmmaB1<kBN>::mma(acc[T::group_of(s, x)][0], a, da.hi, b, db.hi,
+                ptx::WgmmaB1<kBN>::mma(acc[T::group_of(s, x)][0], a, b, hi,
                                        k != 0 || r > 0 || !first_of_group<T>(s, x));
             }
           }
@@ -465,7 +466,7 @@ struct ConvSm90aHalo {
                             shift;
 #pragma unroll
               for (int r = 0; r < T::repeat(s, x); ++r)
-                ptx::WgmmaB1<kBN>::mma(acc[T::group_of(s, x)][0], a, da.hi, b, db.hi,
+                ptx::WgmmaB1<kBN>::mma(acc[T::group_of(s, x)][0], a, b, hi,
                                        !first_step || r > 0 || !first_of_group<T>(s, x));
             }
           }
