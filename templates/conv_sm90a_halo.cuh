@@ -15,22 +15,23 @@
 //   by whole rows: the swizzle follows the address bits (bench/probes/conv_halo_probe.cu,
 //   session 29: exact with the descriptor's base offset 0; rows of 16-byte chunks in boxes of
 //   their own, as until then, cost 2-4x the copies' elements: the probe's 3x3/2 layer 11.19 ->
-//   10.48 us). With one chunk (C <= 128) a
-//   slice is two kernel positions instead: X in 16-byte rows, not swizzled (core matrices of
-//   8 rows x 16 bytes, SBO 128), the second half's box the first's shifted by a column or
-//   row (its own LBO): five slices for nine positions (pair()). n128 28x28x128 ran 24.5 us
-//   against the default core's 32.0, 3x3/2 to 256 16.3 against 24.6.
+//   10.48 us). With one chunk (C <= 128) a slice is two kernel positions instead: X in
+//   16-byte rows, not swizzled (core matrices of 8 rows x 16 bytes, SBO 128), the second
+//   half's box the first's shifted by a column or row (its own LBO): five slices for nine
+//   positions (pair()). n128 28x28x128 ran 24.5 us against the default core's 32.0, 3x3/2 to
+//   256 16.3 against 24.6.
 // - Stride 2: four phase grids (input rows 2i-1 / 2i x columns 2k-1 / 2k, boxes loaded with
 //   element strides of 2); position (kh, kw) reads phase (kh == 1, kw == 1) shifted by
 //   (kh == 2) rows and (kw == 2) columns of its grid.
 // - A block keeps one M tile (128 output channels): its W (p planes x 9 positions x chunks/2
 //   k256 slices x 128 rows x 32 bytes) is loaded once and stays, in boxes of 64-byte rows
 //   (two slices, the 64-byte swizzle) where C pads to 4 chunks, else of 32-byte rows (one
-//   slice, the 32-byte swizzle); at one chunk, 16-byte rows (a position's) and a zero box. A
-//   pipeline stage is one tile's boxes (q planes x phases x slices, a slice's slot two of
-//   geo.slot_bytes; at one chunk one). Rows past O are zero-filled (a 4-D map with O its own dimension). W
-//   came in 16-byte rows until session 27, and its load was most of the prologue: without
-//   it n128-14x14x256 ran 14.0 against 15.7 us, 7x7x512 12.7 against 15.6.
+//   slice, the 32-byte swizzle); at one chunk, 16-byte rows (a position's) and a zero box.
+//   Rows past O are zero-filled (a 4-D map with O its own dimension). A pipeline stage is one
+//   tile's X boxes (q planes x phases x rows of one or two slices), each box in the slots of
+//   the chunks it holds (geo.slot_bytes a chunk). W came in 16-byte rows until session 27,
+//   and its load was most of the prologue: without it n128-14x14x256 ran 14.0 against 15.7
+//   us, 7x7x512 12.7 against 15.6.
 // - Warps: two consumer warpgroups (rows 0-63, 64-127), then a producer warpgroup whose
 //   first thread issues every copy and whose registers go to the consumers (setmaxnreg, as
 //   the TMA GEMM core's wide tiles). Warpgroup 1 starts once warpgroup 0's first wgmmas are
