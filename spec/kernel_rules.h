@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "apnn/conv_layout.h"
 #include "apnn/encoding.h"
 #include "apnn/spec.h"
 
@@ -221,7 +222,8 @@ int64_t halo_grid(int64_t O, int64_t tiles, int sm_count);
 // slices, the 64-byte swizzle) where the slices pair up, 16 for one chunk (one position's or
 // pixel's channels, no swizzle: its slices pair two positions), else 32 (one slice, the
 // 32-byte swizzle). The kernel's ConvSm90aHalo::row_bytes makes the same choice from its slices.
-inline constexpr int64_t halo_chunks(int64_t C) { return (C + 127) / 128; }  // a pixel's 16-byte chunks (padding in)
+// A pixel's 16-byte chunks of packed channels (its words, conv_layout.h, padding in).
+inline constexpr int64_t halo_chunks(int64_t C) { return conv_channel_words(C) / 4; }
 inline constexpr int halo_row_bytes(int64_t C) {
   return halo_chunks(C) == 1 ? 16 : halo_chunks(C) % 4 == 0 ? 64 : 32;
 }

@@ -73,10 +73,10 @@ struct ConvSm90aHalo {
   static constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
   static constexpr int kPhases = kS == 1 ? 1 : 4;
   static constexpr int kSliceW = 128 * 32;  // W: one k256 slice of one position, 128 rows of 32 bytes
-  // W's and X's box rows: 64 bytes (two k256 slices, the 64-byte swizzle) where the slices
-  // pair up (C pads to 4 chunks), else 32 (the 32-byte swizzle); one chunk takes 16
-  // (consume<0>). The runner's maps take rules::halo_row_bytes(C), the same choice.
-  static constexpr int row_bytes(int slices) { return slices % 2 == 0 ? 64 : 32; }
+  // W's and X's box rows, from a pixel's 16-byte chunks: 64 bytes (two k256 slices, the
+  // 64-byte swizzle) where the slices pair up (4 chunks), 16 for one chunk (consume<0>), else
+  // 32 (the 32-byte swizzle). The runner's maps take rules::halo_row_bytes(C), the same choice.
+  static constexpr int row_bytes(int chunks) { return chunks == 1 ? 16 : chunks % 4 == 0 ? 64 : 32; }
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging
   using Frag = GemmSm80<T>;    // the accumulator fragment and its combine
@@ -186,12 +186,13 @@ struct ConvSm90aHalo {
     ptx::prefetch_tma_map(wmap);
     ptx::prefetch_tma_map(xmap);
     const u64 keep = ptx::policy_evict_last();
+    const int row = row_bytes(L.chunks);  // W's and X's box rows
     if (L.chunks == 1) {
       ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * kPosW);
       for (int s = 0; s < T::kWBits; ++s)
         for (int pos = 0; pos < 9; ++pos) ptx::tma_load_4d(L.w + (s * 9 + pos) * kPosW, wmap, 0, pos, m0, s, L.wfull, keep);
     } else {
-      const int slices = L.chunks / 2, row = row_bytes(slices), boxes = slices * 32 / row;
+      const int slices = L.chunks / 2, boxes = slices * 32 / row;
       ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * slices * kSliceW);
       for (int s = 0; s < T::kWBits; ++s)
         for (int pos = 0; pos < 9; ++pos)
@@ -199,7 +200,6 @@ struct ConvSm90aHalo {
             ptx::tma_load_4d(L.w + ((s * 9 + pos) * boxes + b) * 128 * row, wmap, row * b, pos, m0, s, L.wfull, keep);
     }
     const int box_bytes = geo.box_rows * geo.pw * 16;  // a chunk's bytes of a box
-    const int x_row = L.chunks == 1 ? 16 : row_bytes(L.chunks / 2);
     int i = 0;
     for (int t = first; t < tiles; t += step, ++i) {
       const int slot = i % T::kStages, n = t / geo.row_tiles, ho0 = (t - n * geo.row_tiles) * geo.rows;
@@ -214,7 +214,7 @@ struct ConvSm90aHalo {
           const int h0 = kS == 1 ? ho0 - 1 : 2 * ho0 - 1 + ra, w0 = kS == 1 ? -1 : -1 + cb;
           // A box a row of one or two k256 slices (at one chunk, the chunk's 16-byte rows), in
           // the slots of the chunks it holds.
-          for (int h = 0; h < L.chunks; h += x_row / 16)
+          for (int h = 0; h < L.chunks; h += row / 16)
             ptx::tma_load_4d(st + ((x * kPhases + ph) * L.chunks + h) * geo.slot_bytes, xmap, 16 * h, w0, h0,
                              n * T::kXBits + x, full, keep);
         }
@@ -355,7 +355,7 @@ struct ConvSm90aHalo {
     // W and X K-major in the 32- or 64-byte swizzle: SBO 8 rows, a k256 slice a row or its half
     // (the second half 32 bytes on; LBO unused); X read shifted by whole rows.
     // kSlices 0 (one chunk): W and X non-swizzled in 16-byte rows, SBO 128, each pair's LBO its own.
-    constexpr int kRow = kSlices == 0 ? 16 : row_bytes(kSlices), kPerRow = kRow / 32 > 0 ? kRow / 32 : 1,
+    constexpr int kRow = row_bytes(kSlices == 0 ? 1 : 2 * kSlices), kPerRow = kRow / 32 > 0 ? kRow / 32 : 1,
                   kBoxes = kSlices / kPerRow;
     constexpr u32 kWSwizzle = kRow == 64 ? 2 : (kRow == 32 ? 3 : 0);  // 2 the 64-byte swizzle, 3 the 32-byte, 0 none
     // O <= 64: the warpgroups take alternate tiles, both with W's rows 0-63 (as one warpgroup
