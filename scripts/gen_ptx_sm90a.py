@@ -82,6 +82,17 @@ struct WgmmaB1<{n}> {{
         : {outs}
         : "r"(a_lo), "r"(b_lo), "r"(hi), "r"(accumulate));
   }}
+  // The same with descriptors of different high words (A and B in different layouts and
+  // swizzles; bench/probes/conv_halo_probe.cu's X in 32-byte rows against W in 16-byte ones).
+  static __device__ __forceinline__ void mma(i32 (&d)[{n // 8}][4], u32 a_lo, u32 a_hi, u32 b_lo, u32 b_hi, int accumulate) {{
+    asm volatile(
+        "{{\\n.reg .pred p;\\n.reg .b64 da, db;\\nsetp.ne.b32 p, %{r + 4}, 0;\\n"
+        "mov.b64 da, {{%{r}, %{r + 1}}};\\nmov.b64 db, {{%{r + 2}, %{r + 3}}};\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k256.s32.b1.b1.and.popc "
+        "{{{regs}}}, da, db, p;\\n}}\\n"
+        : {outs}
+        : "r"(a_lo), "r"(a_hi), "r"(b_lo), "r"(b_hi), "r"(accumulate));
+  }}
   // A from registers: a[0..3] is the warp's 16 rows x 256 bits as mma.sync m16n8k256 holds
   // them (rows g, g+8; bits 32t.. and 128+32t..); b_lo, hi: B's descriptor words.
   static __device__ __forceinline__ void mma(i32 (&d)[{n // 8}][4], const u32 (&a)[4], u32 b_lo, u32 hi, int accumulate) {{

@@ -29,6 +29,7 @@
 // descriptors shifted by whole rows, was exact with the base offset 0 and with it set from
 // the address; 14x14x256 3x3/1 skewed 4 stages 15.13 -> 14.43 us, 3x3/2 2 stages 11.19 ->
 // 10.48 (base offset set: 14.71, 10.75).
+// Session 30: the aligned-line readout (LINE) at 3x3/2, written and compiled, not yet run.
 //
 // Build (here) and run (sm_90a):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I../.. conv_halo_probe.cu -lcuda -o conv_halo_probe
@@ -53,8 +54,16 @@ constexpr int kHalfW = kBM * 16;  // W: one 16-byte K chunk (128 channels) of on
 // in one box of the 32-byte swizzle, so a phase is one copy of 32-byte elements instead of
 // two of 16; the B descriptor reads it swizzled, its start shifted by whole 32-byte rows
 // (BO: the descriptor's base offset set from the start address's bits 7-9, else 0).
-template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW = false, bool XROW32 = false, bool BO = false>
+// LINE (session 30, not yet run): at stride 2 with whole 7x7 outputs, a warpgroup's 64
+// channels x 49 pixels are one aligned run of the output; thread t writes its words t, t +
+// 128, ..., so that each warp store is one whole 128-byte line (the committed readout's warp
+// stores cover 28 words of a 196-byte channel row, most sectors reaching L2 in two partial
+// writes). Word w = 49c + p reads staged row c at grid column p + p / 7, less that column's
+// window sum, which the column's thread leaves in the staging rows' spare words.
+template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW = false, bool XROW32 = false, bool BO = false,
+          bool LINE = false>
 struct Halo {
+  static_assert(!LINE || (S == 2 && R == 7 && PW == 8), "aligned-line readout: whole 7x7 outputs at stride 2");
   static_assert(HALVES % 2 == 0, "whole k256 slices: C a multiple of 256");
   static_assert(!XROW32 || HALVES == 2, "32-byte X rows: C = 256");
   static constexpr int kPosW = HALVES * kHalfW;  // W: one position
@@ -193,8 +202,31 @@ struct Halo {
           asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(stg + (r * kStgPitch + col) * 4), "r"(v0), "r"(v1)
                        : "memory");
         }
+      if constexpr (LINE) {
+        // Column j's window sum to row j / 8's spare words (the pitch leaves 8 past kBN = 64).
+        if (r0 == 0)
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(stg + ((j >> 3) * kStgPitch + kBN + (j & 7)) * 4), "r"(xs)
+                       : "memory");
+      }
       apnn::ptx::named_barrier(1 + wg, 128);
-      if (reads) {
+      if constexpr (LINE) {
+        i32* yb = y + (n * s.O + row0) * 49;
+        int c = tid / 49, p = tid - 49 * (tid / 49);
+#pragma unroll 5
+        for (int w = tid; w < 64 * 49; w += 128) {
+          const int jj = p + ((p * 37) >> 8);  // p / 7 for p < 49
+          i32 v, x;
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(stg + (c * kStgPitch + jj) * 4));
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(stg + ((jj >> 3) * kStgPitch + kBN + (jj & 7)) * 4));
+          yb[w] = v - x;
+          p += 30;  // 128 words = 2 rows of 49 and 30
+          c += 2;
+          if (p >= 49) {
+            p -= 49;
+            ++c;
+          }
+        }
+      } else if (reads) {
         i32* d = y + ((n * s.O + row0 + r0) * HoWo + pix);
 #pragma unroll 8
         for (int r = r0; r < 64; r += kSplit, d += kSplit * HoWo) {
@@ -216,18 +248,20 @@ struct Halo {
   }
 };
 
-template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW, bool XROW32, bool BO>
+template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW, bool XROW32, bool BO, bool LINE>
 __global__ void __launch_bounds__(kThreads, 1)
     conv_halo(const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap xmap,
               const i32* __restrict__ xsum, i32* __restrict__ y, Shape s) {
-  Halo<S, R, PW, HALVES, STAGES, SKEW, XROW32, BO>::run(&wmap, &xmap, xsum, y, s);
+  Halo<S, R, PW, HALVES, STAGES, SKEW, XROW32, BO, LINE>::run(&wmap, &xmap, xsum, y, s);
 }
 
 // Returns whether the layer fits the configuration (else nothing runs).
-template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW = false, bool XROW32 = false, bool BO = false>
+template <int S, int R, int PW, int HALVES, int STAGES, bool SKEW = false, bool XROW32 = false, bool BO = false,
+          bool LINE = false>
 static bool run(const Data& d) {
   const Shape& s = d.s;
-  using K = Halo<S, R, PW, HALVES, STAGES, SKEW, XROW32, BO>;
+  using K = Halo<S, R, PW, HALVES, STAGES, SKEW, XROW32, BO, LINE>;
+  if (LINE && s.Wo != 7) return false;
   // The grid: whole tiles of R rows, and PW columns that hold the box's columns -1..Wo (stride 1).
   if (s.S != S || s.C != 128 * HALVES || s.Ho % R != 0 || PW < s.Wo + (S == 1 ? 2 : 1)) return false;
   const cuuint64_t pix_bytes = s.C / 8;
@@ -254,7 +288,7 @@ static bool run(const Data& d) {
                                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                  "X");
   }
-  auto kern = conv_halo<S, R, PW, HALVES, STAGES, SKEW, XROW32, BO>;
+  auto kern = conv_halo<S, R, PW, HALVES, STAGES, SKEW, XROW32, BO, LINE>;
   CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, K::kSmem));
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -266,9 +300,10 @@ static bool run(const Data& d) {
   };
   const auto [checked, bad] = d.check(launch);
   const float us = median_us(d.sets(), launch);
-  std::printf("n%d-%dx%dx%d-o%d 3x3/%d halo tiles (%d rows x %d, %d stages%s%s, grid %d, %d tiles): %s %lld/%lld checked, kernel %.2f us\n",
+  std::printf("n%d-%dx%dx%d-o%d 3x3/%d halo tiles (%d rows x %d, %d stages%s%s%s, grid %d, %d tiles): %s %lld/%lld checked, kernel %.2f us\n",
               s.N, s.H, s.W, s.C, s.O, S, R, PW, STAGES, SKEW ? ", skewed warpgroups" : "",
-              XROW32 ? (BO ? ", X in 32-byte rows, base offset" : ", X in 32-byte rows") : "", grid, tiles,
+              XROW32 ? (BO ? ", X in 32-byte rows, base offset" : ", X in 32-byte rows") : "",
+              LINE ? ", aligned-line readout" : "", grid, tiles,
               bad ? "MISMATCH" : "exact", checked - bad, checked, us);
   return true;
 }
@@ -285,7 +320,9 @@ int main(int argc, char** argv) {
                   run<1, 7, 9, 4, 4>(d) | run<1, 7, 9, 4, 4, true>(d) |
                   // Session 29: X in 32-byte rows (C = 256), base offset 0 and from the address.
                   run<1, 7, 16, 2, 4, true, true, false>(d) | run<1, 7, 16, 2, 4, true, true, true>(d) |
-                  run<2, 7, 8, 2, 2, false, true, false>(d) | run<2, 7, 8, 2, 2, false, true, true>(d);
+                  run<2, 7, 8, 2, 2, false, true, false>(d) | run<2, 7, 8, 2, 2, false, true, true>(d) |
+                  // Session 30: the aligned-line readout beside the same kernel (3x3/2, 14x14 inputs).
+                  run<2, 7, 8, 2, 2, false, true, false, true>(d);
   if (!ran) {
     std::fprintf(stderr, "%s: no configuration fits this layer (C=%d, %dx%d, stride %d)\n", argv[0], d.s.C, d.s.H, d.s.W, d.s.S);
     return 2;
