@@ -211,7 +211,7 @@ struct Halo {
       apnn::ptx::named_barrier(1 + wg, 128);
       if constexpr (LINE) {
         i32* yb = y + (n * s.O + row0) * 49;
-        int c = tid / 49, p = tid - 49 * (tid / 49);
+        int c = tid / 49, p = tid - 49 * c;
 #pragma unroll 5
         for (int w = tid; w < 64 * 49; w += 128) {
           const int jj = p + ((p * 37) >> 8);  // p / 7 for p < 49
