@@ -8,7 +8,7 @@
 
 namespace apnn::bench {
 
-std::string Precision::name() const { return fmt::format("w{}a{}", w.bits, x.bits); }
+std::string Precision::name() const { return fmt::format("w{}a{}{}", w.bits, x.bits, int16_out ? "-i16" : ""); }
 
 Precision make_precision(int p, int q) {
   const Encoding we = p > 1 ? Encoding::Signed : (q == 1 ? Encoding::Unsigned : Encoding::Pm1);
@@ -19,6 +19,12 @@ std::vector<Precision> gemm_precisions() {
   std::vector<Precision> v;
   for (auto [p, q] : {std::pair{1, 1}, {1, 2}, {1, 3}, {1, 4}, {2, 2}, {2, 4}, {4, 4}, {2, 8}, {8, 8}})
     v.push_back(make_precision(p, q));
+  // The int16 output: the same products in half the output bytes, as the fp8 and fp16 paths
+  // write 2-byte outputs.
+  for (auto [p, q] : {std::pair{1, 1}, {1, 2}, {2, 2}}) {
+    v.push_back(make_precision(p, q));
+    v.back().int16_out = true;
+  }
   return v;
 }
 
@@ -133,7 +139,7 @@ Plan select(const Selection& sel, bool gemm, bool conv) {
   Plan plan;
   if (gemm) {
     plan.gemm = keep(gemm_cases(), {"64x1024x1024", "1024x4096x4096"}, sel);
-    plan.gemm_prec = keep_prec(gemm_precisions(), {"w1a1", "w1a2", "w2a2"}, sel);
+    plan.gemm_prec = keep_prec(gemm_precisions(), {"w1a1", "w1a2", "w2a2", "w1a2-i16"}, sel);
   }
   if (conv) {
     plan.conv = keep(conv_cases(), {"n1-16x16x128-o128-k3s1", "n8-28x28x128-o128-k3s1"}, sel);

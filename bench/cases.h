@@ -13,10 +13,11 @@ namespace apnn::bench {
 // earlier runs); wider weights are two's complement; activations are unsigned.
 struct Precision {
   OperandFormat w, x;
-  std::string name() const;  // "w1a2"
+  bool int16_out = false;    // the spec's "output": "int16" (GEMM rows where K keeps |y| within it)
+  std::string name() const;  // "w1a2", "w1a2-i16"
 };
 Precision make_precision(int p, int q);
-std::vector<Precision> gemm_precisions();  // w1a1 w1a2 w1a3 w1a4 w2a2 w2a4 w4a4 w2a8 w8a8
+std::vector<Precision> gemm_precisions();  // w1a1 w1a2 w1a3 w1a4 w2a2 w2a4 w4a4 w2a8 w8a8, w1a1 w1a2 w2a2 -i16
 std::vector<Precision> conv_precisions();  // w1a2 w2a2 w1a4 w2a8
 
 struct GemmCase {

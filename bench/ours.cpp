@@ -14,8 +14,6 @@ namespace apnn::bench {
 
 namespace {
 
-constexpr uint32_t kPoison = 0xdeadbeefu;  // an element the kernel does not write cannot pass
-
 void compare(const int32_t* got, const int32_t* want, size_t n, uint64_t base, CheckResult* r) {
   r->checked += n;
   for (size_t i = 0; i < n; ++i)
@@ -33,8 +31,9 @@ std::vector<int64_t> rows_to_check(int64_t rows, int64_t work_per_row) {
   return out;
 }
 
-OursGemm::OursGemm(Engine& engine, const KernelSpec& spec, const ApmmShape& s) : s_(s) {
-  if (!spec.epilogue.empty()) throw Error(ErrorKind::InvalidInput, "bench: GEMM rows time int32 outputs (no epilogue chain)");
+OursGemm::OursGemm(Engine& engine, const KernelSpec& spec, const ApmmShape& s) : s_(s), int16_out_(spec.epilogue.int16_out) {
+  if (!spec.epilogue.empty())
+    throw Error(ErrorKind::InvalidInput, "bench: GEMM rows time int32 or int16 outputs (no epilogue chain)");
   check_apmm_shape(spec, s);
   runner_ = std::make_unique<ApmmRunner>(engine.kernel(spec));
   in_ = std::make_unique<ApmmInputSets>(*runner_, spec, s, 0, 7);
@@ -44,7 +43,14 @@ CheckResult OursGemm::check() {
   in_->y[0].values.fill_u32(kPoison);
   launch(0);
   synchronize(runner_->kernel().module->context());
-  const std::vector<int32_t> y = in_->y[0].values.to_vector<int32_t>(static_cast<size_t>(s_.M * s_.N));
+  const size_t count = static_cast<size_t>(s_.M * s_.N);
+  std::vector<int32_t> y;
+  if (int16_out_) {  // "output": "int16": the same values, widened for the comparison
+    const std::vector<int16_t> y16 = in_->y[0].values.to_vector<int16_t>(count);
+    y.assign(y16.begin(), y16.end());
+  } else {
+    y = in_->y[0].values.to_vector<int32_t>(count);
+  }
   const std::vector<int64_t> rows = rows_to_check(s_.M, s_.N * s_.K);
   std::vector<int16_t> wsub(rows.size() * s_.K);
   for (size_t i = 0; i < rows.size(); ++i)

@@ -28,13 +28,14 @@ class OursGemm {
   OursGemm(Engine& engine, const KernelSpec& spec, const ApmmShape& s);
   CheckResult check();
   void launch(int set);
-  DeviceBuffer& output(int set) { return in_->y[set].values; }  // set's int32 output
+  DeviceBuffer& output(int set) { return in_->y[set].values; }  // set's int32 (or int16) output
   int sets() const { return in_->sets(); }
 
  private:
   ApmmShape s_;
+  bool int16_out_;
   std::unique_ptr<ApmmRunner> runner_;
-  std::unique_ptr<ApmmInputSets> in_;  // plain int32 outputs (specs without a chain)
+  std::unique_ptr<ApmmInputSets> in_;  // plain int32 or int16 outputs (specs without a chain)
   EpilogueDevice none_;
 };
 

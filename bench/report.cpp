@@ -127,7 +127,7 @@ void Report::print_table(std::FILE* out) const {
     const bool clocks = std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return r.op == op && r.clocks.samples > 0; });
     // The measured floor of writing the int32 output alone (Row::out_alone), where measured.
     const bool out_only = std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return r.op == op && r.out_alone.us() > 0; });
-    std::string head = fmt::format("{:<24} {:<5} {:>9} {:>8}", op == "gemm" ? "GEMM MxNxK" : "conv", "prec", "ours us", "TOPS");
+    std::string head = fmt::format("{:<24} {:<8} {:>9} {:>8}", op == "gemm" ? "GEMM MxNxK" : "conv", "prec", "ours us", "TOPS");
     if (out_only) head += fmt::format(" {:>11}", "out-only us");
     for (const std::string& v : vendors) head += fmt::format(" {:>16}", v + " us");
     head += fmt::format(" {:>8} {:>8} {:>6} {:>6} {}{}", "speedup", "bin TOPS", "%wgmma", "%mma", clocks ? "  MHz " : "",
@@ -145,7 +145,7 @@ void Report::print_table(std::FILE* out) const {
       for (const Row& r : rows) {
         if (r.op != op || r.shape != shape || r.impl != "apnn") continue;
         const double binary = tops(r.ops * r.p * r.q, r.t.us);
-        std::string line = fmt::format("{:<24} {:<5} {:>9.2f} {:>8.1f}", shape, r.prec, r.t.us, tops(r.ops, r.t.us));
+        std::string line = fmt::format("{:<24} {:<8} {:>9.2f} {:>8.1f}", shape, r.prec, r.t.us, tops(r.ops, r.t.us));
         if (out_only) line += r.out_alone.us() > 0 ? fmt::format(" {:>11.2f}", r.out_alone.us()) : fmt::format(" {:>11}", "-");
         for (const Row* v : vrow) line += fmt::format(" {:>16}", us_cell(v));
         line += fmt::format(" {:>8} {:>8.0f} {:>5.1f}% {:>5.1f}% {}{}",

@@ -7,6 +7,7 @@
 #include "bench/cublaslt_gemm.h"
 #include "bench/ours.h"
 #include "bench/sections.h"
+#include "engine/apmm_runner.h"
 #include "engine/tile_choice.h"
 
 namespace apnn::bench {
@@ -36,6 +37,8 @@ void run_gemm_section(Section& s, const Plan& plan) {
       KernelSpec spec;
       spec.w = p.w;
       spec.x = p.x;
+      spec.epilogue.int16_out = p.int16_out;
+      if (c.shape.K > apmm_max_k(spec)) continue;  // an int16 row only where K keeps |y| within int16
       TileSource from;
       spec = resolve_tile(spec, apmm_problem(c.shape), current_target(), &from);
       run_ours<OursGemm>(s, "gemm", c.label, dims, ops, p, spec, c.shape, from);

@@ -77,8 +77,8 @@ void run_ours(Section& s, const std::string& op, const std::string& label, const
     r.note = "MISMATCH " + check.first_mismatch;
   }
   time_row(s, r, [&] { return time_rotated(s.rule, ours.sets(), [&](int set) { ours.launch(set); }); });
-  if (s.output_floor) {  // every precision of a shape writes the same int32 output: timed once per rotation
-    auto [entry, fresh] = s.output_floors.try_emplace(fmt::format("{} {} {}", op, label, ours.sets()));
+  if (s.output_floor) {  // every precision of a shape writes the same int32 (or int16) output: timed once per rotation
+    auto [entry, fresh] = s.output_floors.try_emplace(fmt::format("{} {} {} {}", op, label, ours.sets(), p.int16_out));
     if (fresh) entry->second = s.output_floor->time(s.rule, ours.sets(), [&](int set) -> DeviceBuffer& { return ours.output(set); });
     r.out_alone = entry->second;
   }

@@ -41,7 +41,7 @@ void add_gemm(CLI::App& app, Action* action) {
   cmd->add_option("spec", *spec_path, "kernel spec (JSON file)")->required();
   cmd->add_option("--w", *w_path, "weights W, shape (M, K)")->required();
   cmd->add_option("--x", *x_path, "activations X, shape (N, K)")->required();
-  add_layer_options(cmd, files.get(), "output Y (M, N): int32, float32 after scale_bias, or packed planes (q, N, words)");
+  add_layer_options(cmd, files.get(), "output Y (M, N): int32 (int16 with \"output\": \"int16\"), float32 after scale_bias, or packed planes (q, N, words)");
   cmd->callback([=] {
     *action = [=] {
       const KernelSpec spec = load_spec_file(*spec_path);

@@ -76,6 +76,7 @@ EpilogueParams load_epilogue_params(const Epilogue& e, const LayerFiles& f) {
 void write_layer_output(const LayerResult& r, const LayerFiles& f) {
   switch (r.type) {
     case OutputType::Int32: write_npy_int32(f.out, r.shape, r.i32.data()); return;
+    case OutputType::Int16: write_npy_int(f.out, r.shape, std::vector<int64_t>(r.i32.begin(), r.i32.end()).data(), "<i2"); return;
     case OutputType::Float32: write_npy_float32(f.out, r.shape, r.f32.data()); return;
     case OutputType::Packed: break;
   }

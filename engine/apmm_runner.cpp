@@ -16,22 +16,33 @@
 
 namespace apnn {
 
+namespace {
+// Kernels index in int32 and round M up to a 128-bit packed row: keep that below 2^31.
+constexpr int64_t kMaxDim = (int64_t{1} << 31) - 256;
+int64_t largest_product(const KernelSpec& spec) {
+  const int64_t wmax = std::max(std::llabs(spec.w.min_value()), std::llabs(spec.w.max_value()));
+  const int64_t xmax = std::max(std::llabs(spec.x.min_value()), std::llabs(spec.x.max_value()));
+  return wmax * xmax;
+}
+}  // namespace
+
+int64_t apmm_max_k(const KernelSpec& spec) {
+  return (spec.epilogue.int16_out ? int64_t{32767} : kMaxDim) / largest_product(spec);
+}
+
 void check_apmm_shape(const KernelSpec& spec, const ApmmShape& s) {
-  // Kernels index in int32 and round M up to a 128-bit packed row: keep that below 2^31.
-  const int64_t kMaxDim = (int64_t{1} << 31) - 256;
   const struct { const char* name; int64_t v; } dims[] = {{"M", s.M}, {"N", s.N}, {"K", s.K}};
   for (const auto& d : dims) {
     if (d.v < 1) throw Error(ErrorKind::InvalidInput, fmt::format("shape: {} must be >= 1, got {}", d.name, d.v));
     if (d.v > kMaxDim) throw Error(ErrorKind::InvalidInput, fmt::format("shape: {}={} exceeds {}", d.name, d.v, kMaxDim));
   }
-  // Outputs are int32: refuse a K at which |W.X^T| could leave int32 rather than wrap silently.
-  const int64_t wmax = std::max(std::llabs(spec.w.min_value()), std::llabs(spec.w.max_value()));
-  const int64_t xmax = std::max(std::llabs(spec.x.min_value()), std::llabs(spec.x.max_value()));
-  const int64_t kmax = kMaxDim / (wmax * xmax);
-  if (s.K > kmax)
-    throw Error(ErrorKind::InvalidInput, fmt::format("shape: K={} can overflow the int32 output for {} x {} (|y| up to {}); "
+  // Refuse a K at which |W.X^T| could leave the output's type (int32, or int16 where the spec
+  // asks for it) rather than wrap silently.
+  if (const int64_t kmax = apmm_max_k(spec); s.K > kmax)
+    throw Error(ErrorKind::InvalidInput, fmt::format("shape: K={} can overflow the {} output for {} x {} (|y| up to {}); "
                                                      "K must be <= {}",
-                                                     s.K, spec.w.describe(), spec.x.describe(), s.K * wmax * xmax, kmax));
+                                                     s.K, spec.epilogue.int16_out ? "int16" : "int32", spec.w.describe(),
+                                                     spec.x.describe(), s.K * largest_product(spec), kmax));
 }
 
 ApmmRunner::ApmmRunner(std::shared_ptr<Kernel> kernel) : kernel_(std::move(kernel)) {
@@ -83,17 +94,18 @@ CUtensorMap operand_map(const PackedOperand& op, int planes, unsigned box_rows, 
   });
 }
 
-// The int32 output (M rows of N) as a 2-D tensor for the wgmma core's staged bulk stores:
-// boxes of 32 columns (128 bytes, the 128-byte swizzle) by one warpgroup's 64 rows.
-CUtensorMap output_map(const DeviceBuffer& y, int64_t M, int64_t N) {
-  const TiledMapShape shape{CU_TENSOR_MAP_DATA_TYPE_INT32,
-                            4,
+// The output (M rows of N, int32 or int16) as a 2-D tensor for the wgmma core's staged bulk
+// stores (int16 as uint16: the copy moves bits): boxes of 128-byte rows (32 or 64 columns,
+// the 128-byte swizzle) by one warpgroup's 64 rows (apmm_sm90a.cuh's stage_box).
+CUtensorMap output_map(const DeviceBuffer& y, int64_t M, int64_t N, bool i16) {
+  const TiledMapShape shape{i16 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 : CU_TENSOR_MAP_DATA_TYPE_INT32,
+                            i16 ? 2 : 4,
                             2,
                             {static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(M)},
-                            {32, 64},
+                            {i16 ? 64u : 32u, 64},
                             CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_NONE};
-  return encode_tiled_map(y.ptr(), shape, [&] { return fmt::format("int32 output {} x {}", M, N); });
+  return encode_tiled_map(y.ptr(), shape, [&] { return fmt::format("{} output {} x {}", i16 ? "int16" : "int32", M, N); });
 }
 
 }  // namespace
@@ -155,11 +167,13 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   }
   // Both wgmma cores take the output's tensor map for staged bulk stores (in a pipeline slot,
   // or the TMA core's whole-tile staging); those need a row stride of whole 16 bytes, other
-  // widths and chains store directly (a chain's output is not the int32 tensor the map describes).
-  int tma_store = s.epilogue.empty() && n % 4 == 0 &&
-                  (rules::wgmma_stages_output(t, s.w, s.x) || rules::tma_output_staging_bytes(t, s.w, s.x) > 0);
+  // widths and chains store directly (a chain's output is not the integer tensor the map describes).
+  const bool i16 = s.epilogue.int16_out;
+  int tma_store = s.epilogue.empty() && (n * (i16 ? 2 : 4)) % 16 == 0 &&
+                  (rules::wgmma_stages_output(t, s.w, s.x) ||
+                   rules::tma_output_staging_bytes(t, s.w, s.x, rules::output_element_bytes(s)) > 0);
   CUtensorMap ymap{};
-  if (tma_store) ymap = output_map(out.values, m, n);
+  if (tma_store) ymap = output_map(out.values, m, n, i16);
   if (t.cluster == 1) {
     void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
     kernel_->module->launch(kApmmKernel, d, args);

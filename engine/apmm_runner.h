@@ -19,6 +19,8 @@ struct PackedOperand {
 
 // Throws Error(InvalidInput) for a shape the kernel cannot take (0, too large, int32 overflow risk).
 void check_apmm_shape(const KernelSpec& spec, const ApmmShape& s);
+// The largest K at which |W.X^T| stays within the spec's output type (int32, or int16).
+int64_t apmm_max_k(const KernelSpec& spec);
 
 class ApmmRunner {
  public:

@@ -15,6 +15,11 @@ LayerResult download_layer(const Epilogue& e, const OutputDims& d, const LayerBu
   const size_t count = static_cast<size_t>(d.N * d.C * d.H * d.W);
   switch (r.type) {
     case OutputType::Int32: r.i32 = out.values.to_vector<int32_t>(count); break;
+    case OutputType::Int16: {  // widened: LayerResult keeps integer outputs as int32
+      const std::vector<int16_t> v = out.values.to_vector<int16_t>(count);
+      r.i32.assign(v.begin(), v.end());
+      break;
+    }
     case OutputType::Float32: r.f32 = out.values.to_vector<float>(count); break;
     case OutputType::Packed:
       r.packed = e.quantize()->out;

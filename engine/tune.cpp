@@ -85,7 +85,7 @@ struct Sweep {
   bool check(TuneCandidate* c, std::shared_ptr<Kernel>* k) {
     try {
       *k = engine.kernel(with_tile(spec, c->tile));
-      out0.values.fill_u32(0xdeadbeefu);
+      out0.values.fill_u32(kPoison);
       launch(*k, 0);
       VerifyReport check;
       compare_output(out0, want, &check);

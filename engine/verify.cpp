@@ -48,6 +48,12 @@ ExpectedOutput expected_output(const Epilogue& e, const EpilogueParams& p, const
   const EpilogueResult r = epilogue_reference(e, p, y.data(), d.N, d.C, d.H, d.W);
   switch (r.type) {
     case OutputType::Int32: want.values.assign(r.i32.begin(), r.i32.end()); break;
+    case OutputType::Int16:  // two values a word, little-endian; an odd count's last half is the poison's
+      want.values.assign((r.i32.size() + 1) / 2, 0u);
+      for (size_t i = 0; i < r.i32.size(); ++i)
+        want.values[i / 2] |= (static_cast<uint32_t>(r.i32[i]) & 0xffffu) << (16 * (i % 2));
+      if (r.i32.size() % 2) want.values.back() |= kPoison & 0xffff0000u;
+      break;
     case OutputType::Float32:
       want.values.resize(r.f32.size());
       std::memcpy(want.values.data(), r.f32.data(), r.f32.size() * 4);
@@ -138,6 +144,7 @@ namespace {
 std::string output_name(const Epilogue& e) {
   switch (e.output_type()) {
     case OutputType::Int32: return "int32";
+    case OutputType::Int16: return "int16";
     case OutputType::Float32: return "float32";
     case OutputType::Packed: return e.quantize()->out.describe() + " packed";
   }
@@ -174,7 +181,7 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
   {  // the check's buffers, freed before the timing's sets are made
     DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
     LayerBuffers out = EpilogueDevice::allocate(spec.epilogue, ApmmRunner::dims(s.M, s.N));
-    out.values.fill_u32(0xdeadbeefu);  // poison: a word the kernel does not write cannot pass
+    out.values.fill_u32(kPoison);  // a word the kernel does not write cannot pass
     EventTimer timer;
     timer.start();
     const PackedOperand pw = runner.pack_w(w, s.M, s.K);
@@ -220,7 +227,7 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
   {  // the check's buffers, freed before the timing's sets are made
     DeviceBuffer w = DeviceBuffer::from(W), x = DeviceBuffer::from(X);
     LayerBuffers out = EpilogueDevice::allocate(spec.epilogue, dims);
-    out.values.fill_u32(0xdeadbeefu);
+    out.values.fill_u32(kPoison);
     EventTimer timer;
     timer.start();
     const PackedConvWeights pw = runner.pack_w(w, g);

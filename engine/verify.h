@@ -33,8 +33,13 @@ struct VerifyReport {
 std::vector<int32_t> reference_apmm(const std::vector<int16_t>& W, const std::vector<int16_t>& X, const ApmmShape& s);
 std::vector<int32_t> reference_conv(const ConvGeometry& g, const std::vector<int16_t>& W, const std::vector<int16_t>& X);
 
-// The words a layer's GPU buffers must hold after the chain: int32 values, float32 bits, or
-// packed planes and their per-pixel sums. `y` is the int32 output as dims_before (N, C, H, W).
+// What output buffers hold before a checked launch: a word the kernel does not write cannot
+// pass the comparison.
+inline constexpr uint32_t kPoison = 0xdeadbeefu;
+
+// The words a layer's GPU buffers must hold after the chain: int32 values, int16 pairs (an
+// odd count's last half left as the poison's), float32 bits, or packed planes and their
+// per-pixel sums. `y` is the int32 output as dims_before (N, C, H, W).
 struct ExpectedOutput {
   std::vector<uint32_t> values, sums;
   int distinct = 0;  // packed: distinct quantized values

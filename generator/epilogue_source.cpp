@@ -59,13 +59,14 @@ std::string epilogue_source(const Epilogue& e) {
   emit_ops(post, types.pooled_float, kFromRow, &post_row_body);
   const EpilogueOp* pool = e.pool();
   const EpilogueOp* q = e.quantize();
-  const char* chain = e.empty() ? "none: int32 output" : "compiled in";
+  const char* chain = e.empty() ? (e.int16_out ? "none: int16 output" : "none: int32 output") : "compiled in";
   return fmt::format(
       R"(// epilogue chain: {chain}
 struct Epi {{
   typedef {staged} Staged;
   typedef {pooled} Pooled;
   typedef {final_t} Final;
+  typedef {out_t} Out;
   static constexpr bool kPlain = {plain}, kStaged = {staged_path}, kPool = {has_pool}, kPoolMax = {pool_max};
   static constexpr int kPoolSize = {pool_size}, kPoolStride = {pool_stride};
   static constexpr bool kQuantize = {has_q}, kQPerChannel = {q_per_channel}, kQThresholds = {q_thresholds};
@@ -88,6 +89,7 @@ struct Epi {{
 )",
       fmt::arg("chain", chain), fmt::arg("staged", type_name(types.staged_float)),
       fmt::arg("pooled", type_name(types.pooled_float)), fmt::arg("final_t", type_name(types.final_float)),
+      fmt::arg("out_t", e.int16_out ? "apnn::i16" : type_name(types.final_float)),
       fmt::arg("plain", e.empty() ? "true" : "false"), fmt::arg("staged_path", e.staged() ? "true" : "false"),
       fmt::arg("has_pool", pool ? "true" : "false"),
       fmt::arg("pool_max", pool && pool->pool == PoolKind::Max ? "true" : "false"),

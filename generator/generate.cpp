@@ -168,7 +168,8 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
                           : (tma ? "apmm_sm90a_tma.cuh" : (wgmma ? "apmm_sm90a.cuh" : "apmm_sm80.cuh"));
   const ConvParams c = conv ? spec.conv : ConvParams{1, 1, 1, 1, 0, 0};
   const rules::ClusterShape cshape = rules::cluster_shape(t, spec.w, spec.x);
-  const int output_staging = rules::tma_output_staging_bytes(t, spec.w, spec.x);
+  const int out_bytes = rules::output_element_bytes(spec);
+  const int output_staging = rules::tma_output_staging_bytes(t, spec.w, spec.x, out_bytes);
 
   auto flat = [](const std::vector<std::vector<int>>& per_pair) {  // [s][t] -> s * q + t
     std::vector<int> v;
@@ -187,7 +188,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("core", core), fmt::arg("cluster", t.cluster),
       fmt::arg("cluster_m", cshape.m), fmt::arg("cluster_n", cshape.n),
       fmt::arg("output_staging", output_staging),
-      fmt::arg("staging_whole", output_staging == t.bm * t.bn * 4 ? "true" : "false"),
+      fmt::arg("staging_whole", output_staging == t.bm * t.bn * out_bytes ? "true" : "false"),
       fmt::arg("producer_warps", rules::tma_producer_warps(t, spec.w, spec.x)),
       fmt::arg("launch_smem", tma ? rules::core_shared_bytes(spec, true) : 0),
       fmt::arg("threads_core", tma ? "GemmSm90aTma" : (t.halo ? "ConvSm90aHalo" : "GemmSm80")), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),

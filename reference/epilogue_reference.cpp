@@ -103,7 +103,7 @@ EpilogueResult epilogue_reference(const Epilogue& e, const EpilogueParams& p, co
   const EpilogueOp* q = e.quantize();
   const int size = pool_op ? pool_op->size : 1, stride = pool_op ? pool_op->stride : 1;
   const size_t count = static_cast<size_t>(N * C * r.H * r.W);
-  if (r.type == OutputType::Int32) r.i32.resize(count);
+  if (r.type == OutputType::Int32 || r.type == OutputType::Int16) r.i32.resize(count);
   if (r.type == OutputType::Float32) r.f32.resize(count);
   if (r.type == OutputType::Packed) r.values.resize(count);
   std::vector<Value> window(static_cast<size_t>(size * size));

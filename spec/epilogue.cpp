@@ -133,7 +133,7 @@ json to_json(const Epilogue& e) {
 }
 
 std::string epilogue_id(const Epilogue& e) {
-  std::string id;
+  std::string id = e.int16_out ? "i16;" : "";
   for (const EpilogueOp& op : e.ops)
     id += fmt::format("{}.{}.{}.{}.{}.{}.{};", static_cast<int>(op.kind), static_cast<int>(op.pool), op.size, op.stride,
                       op.out.bits, static_cast<int>(op.out.enc), static_cast<int>(op.scale));
@@ -158,6 +158,7 @@ EpilogueTypes epilogue_types(const Epilogue& e) {
 }
 
 OutputType Epilogue::output_type() const {
+  if (int16_out) return OutputType::Int16;
   if (quantize()) return OutputType::Packed;
   return epilogue_types(*this).final_float ? OutputType::Float32 : OutputType::Int32;
 }

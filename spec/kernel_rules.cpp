@@ -355,7 +355,7 @@ bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x)
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core) {
   const Tile& t = *spec.tile;
   if (t.halo) return static_cast<int>(halo_shared_bytes(spec, 0, HaloGeometry{}));  // without W and stages: they need C
-  if (t.cluster > 1) return tma_shared_bytes(t, spec.w, spec.x);
+  if (t.cluster > 1) return tma_shared_bytes(t, spec.w, spec.x, output_element_bytes(spec));
   return wgmma_core ? wgmma_core_bytes(t, spec) : kernel_shared_bytes(t, spec);
 }
 
@@ -384,23 +384,25 @@ int64_t tma_patches(const Tile& t, const OperandFormat& w, const OperandFormat& 
   return (tm + c.m - 1) / c.m * ((tn + c.n - 1) / c.n);
 }
 
-int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+int output_element_bytes(const KernelSpec& spec) { return spec.epilogue.int16_out ? 2 : 4; }
+
+int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes) {
   if (t.cluster <= 1 || (t.bn / t.warps_n) % 32 != 0) return 0;
   auto fits = [&](int bytes) { return wgmma_shared_bytes(t, w, x) + bytes + kTmaBarrierBytes <= kMaxSharedBytes; };
-  const int whole = t.bm * t.bn * 4;
+  const int whole = t.bm * t.bn * out_bytes;
   const int boxes = t.warps_m * t.warps_n / 4 * 2 * kTmaStagingBoxBytes;
   return fits(whole) ? whole : (fits(boxes) ? boxes : 0);
 }
 
-int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
-  return wgmma_shared_bytes(t, w, x) + tma_output_staging_bytes(t, w, x) + kTmaBarrierBytes;
+int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes) {
+  return wgmma_shared_bytes(t, w, x) + tma_output_staging_bytes(t, w, x, out_bytes) + kTmaBarrierBytes;
 }
 
 std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
   if (t.cluster == 1) return {};
   const std::string field = fmt::format("tile.cluster {}", t.cluster);
   if (spec.op != Op::Apmm) return field + " (the TMA core) is for op apmm only";
-  if (!spec.epilogue.empty()) return field + " (the TMA core) has the plain int32 output only: no epilogue chain";
+  if (!spec.epilogue.empty()) return field + " (the TMA core) has the plain output only (int32 or int16): no epilogue chain";
   if (t.bk != 1024) return fmt::format("{} needs bk 1024 (one 128-byte TMA row per operand row), got {}", field, t.bk);
   if (std::string why = wgmma_tile_error(t, spec.w, spec.x); !why.empty()) return field + ": " + why;
   const ClusterShape c = cluster_shape(t, spec.w, spec.x);
@@ -414,9 +416,9 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
                        field, c.m, 8 * c.m, t.bn);
   if (const int threads = block_threads(t, spec.w, spec.x); threads > kMaxThreads)
     return fmt::format("{} adds producer warps: {} warps exceed {} threads per block", field, threads / 32, kMaxThreads);
-  if (tma_shared_bytes(t, spec.w, spec.x) > kMaxSharedBytes)
-    return fmt::format("{}: tile needs {} bytes of shared memory with alignment and barriers, limit {}", field,
-                       tma_shared_bytes(t, spec.w, spec.x), kMaxSharedBytes);
+  if (const int bytes = tma_shared_bytes(t, spec.w, spec.x, output_element_bytes(spec)); bytes > kMaxSharedBytes)
+    return fmt::format("{}: tile needs {} bytes of shared memory with alignment and barriers, limit {}", field, bytes,
+                       kMaxSharedBytes);
   return {};
 }
 

@@ -179,13 +179,16 @@ ClusterShape cluster_shape(const Tile& t, const OperandFormat& w, const OperandF
 int64_t tma_patches(const Tile& t, const OperandFormat& w, const OperandFormat& x, int64_t M, int64_t N);
 // The TMA core's output staging beside the pipeline (templates/apmm_sm90a.cuh), drained by
 // bulk stores while the next tile computes, where the tile runs on the TMA core and its
-// warpgroups' columns are whole 32-column boxes: the whole bm x bn int32 tile
-// (store_tile_staged) where it fits, else two boxes per warpgroup that its boxes take turns
-// in (store_staged<true>), else 0 (the output is stored as on the cp.async core).
-int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
-inline constexpr int kTmaStagingBoxBytes = 64 * 128;  // one bulk store: 64 rows of 32 int32
+// warpgroups' columns are whole 32-column boxes: the whole bm x bn tile of out_bytes
+// elements (int32 4, int16 2; store_tile_staged) where it fits, else two boxes per warpgroup
+// that its boxes take turns in (store_staged<true>), else 0 (the output is stored as on the
+// cp.async core).
+int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes = 4);
+inline constexpr int kTmaStagingBoxBytes = 64 * 128;  // one bulk store: 64 rows of 128 bytes (32 int32, 64 int16)
 // Pipeline, output staging and barriers.
-int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes = 4);
+// The bytes of an element of the spec's plain output: 2 for "output": "int16", else 4.
+int output_element_bytes(const KernelSpec& spec);
 // Empty for cluster 1; otherwise why the TMA core cannot run the tile (op apmm, no epilogue,
 // bk 1024, a wgmma tile, whole 8-row atoms in each block's part of a shared tile), naming
 // the field.

@@ -1,6 +1,7 @@
 #include "apnn/spec.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -108,6 +109,24 @@ ConvParams parse_conv(const json& j, std::string_view origin) {
   return c;
 }
 
+// The plain output's element: "int32" (the default) or "int16" (apmm without a chain; the
+// launch checks that K keeps |y| within int16).
+bool parse_output(const json& j, const KernelSpec& s, std::string_view origin) {
+  const json& v = j.at("output");
+  if (!v.is_string() || (v != "int32" && v != "int16"))
+    fail(origin, fmt::format("field 'output' must be \"int32\" or \"int16\", got {}", v.dump()));
+  if (v == "int32") return false;
+  if (s.op != Op::Apmm) fail(origin, "field 'output' \"int16\" needs op \"apmm\" (the conv cores write int32)");
+  if (!s.epilogue.empty())
+    fail(origin, "field 'output' \"int16\" needs a spec without an epilogue chain (a chain sets its own output)");
+  const int64_t wmax = std::max(std::llabs(s.w.min_value()), std::llabs(s.w.max_value()));
+  const int64_t xmax = std::max(std::llabs(s.x.min_value()), std::llabs(s.x.max_value()));
+  if (wmax * xmax > 32767)
+    fail(origin, fmt::format("field 'output' \"int16\" cannot hold one product of {} x {} (|w*x| up to {})",
+                             s.w.describe(), s.x.describe(), wmax * xmax));
+  return true;
+}
+
 }  // namespace
 
 const char* op_name(Op op) {
@@ -126,11 +145,11 @@ KernelSpec parse_spec(const json& j, std::string_view origin) {
     s.op = Op::Apmm;
     for (const char* conv_only : {"kernel", "stride", "pad"})
       if (j.contains(conv_only)) fail(origin, fmt::format("field '{}' belongs to op \"apconv\", not \"apmm\"", conv_only));
-    reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "tile", "epilogue"}, "", origin);
+    reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "tile", "epilogue", "output"}, "", origin);
   } else if (j.at("op") == "apconv") {
     s.op = Op::Apconv;
-    reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "kernel", "stride", "pad", "tile", "epilogue"}, "",
-                   origin);
+    reject_unknown(j, {"op", "w_bits", "w_enc", "x_bits", "x_enc", "kernel", "stride", "pad", "tile", "epilogue", "output"},
+                   "", origin);
   } else {
     fail(origin, fmt::format("field 'op' must be one of \"apmm\", \"apconv\", got {}", j.at("op").dump()));
   }
@@ -140,6 +159,7 @@ KernelSpec parse_spec(const json& j, std::string_view origin) {
   s.x.enc = get_encoding(j, "x_enc", origin);
   if (s.op == Op::Apconv) s.conv = parse_conv(j, origin);
   if (j.contains("epilogue")) s.epilogue = parse_epilogue(j.at("epilogue"), s.op == Op::Apconv, origin);
+  if (j.contains("output")) s.epilogue.int16_out = parse_output(j, s, origin);
   if (j.contains("tile")) {
     s.tile = parse_tile(j.at("tile"), s.w, s.x, origin);
     if (std::string why = rules::check_kernel_tile(*s.tile, s); !why.empty()) fail(origin, why);
@@ -180,6 +200,7 @@ nlohmann::json to_json(const KernelSpec& spec) {
   if (spec.tile) j["tile"] = tile_to_json(*spec.tile);
   // Absent when empty: specs without a chain keep the canonical form (and cache keys) they had.
   if (!spec.epilogue.empty()) j["epilogue"] = to_json(spec.epilogue);
+  if (spec.epilogue.int16_out) j["output"] = "int16";  // likewise absent for int32
   return j;
 }
 

@@ -52,7 +52,8 @@ struct ApmmProblem {
       staged_store<T, Core>(*this, acc, m_base, n_base, g, tig, blockIdx.x * T::kBM, blockIdx.y);
     } else {
       using Final = typename E::Final;
-      Final* y = static_cast<Final*>(epi.out);
+      using Out = typename E::Out;  // Final, or i16 for the plain int16 output
+      Out* y = static_cast<Out*>(epi.out);
       const int c_base = n_base - blockIdx.y * T::kBN;
 #pragma unroll
       for (int mi = 0; mi < Core::kMI; ++mi)

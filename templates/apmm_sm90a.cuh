@@ -17,8 +17,8 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   using Core90 = GemmSm90a<T>;
   using Core80 = GemmSm80<T>;
   static constexpr int kNI = Core90::kNI;
-  // The output as a 2-D int32 tensor (N columns, M rows) for bulk tensor stores, or null:
-  // the runner passes one when N*4 bytes is a multiple of 16 (a TMA row stride).
+  // The output as a 2-D int32 (or int16) tensor (N columns, M rows) for bulk tensor stores, or
+  // null: the runner passes one when a row's bytes are a multiple of 16 (a TMA row stride).
   const TmaMap* ymap;
 
   // Staged stores (store_staged): each warpgroup writes its 64 rows 32 columns at a time into
@@ -146,6 +146,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       return;
     }
     using Final = typename E::Final;
+    using Out = typename E::Out;
     constexpr int kChunk = kNI < 4 ? kNI : 4;
     u32 row_term[2];
     row_terms(m_base, g, row_term);
@@ -158,6 +159,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
         const int m = m_base + g + half * 8;
         if (m >= this->M) continue;
         Final* row = static_cast<Final*>(this->epi.out) + static_cast<i64>(m) * this->N;
+        Out* out_row = static_cast<Out*>(this->epi.out) + static_cast<i64>(m) * this->N;  // the plain output (int32 or int16)
 #pragma unroll
         for (int c = 0; c < kChunk; ++c) {
           const int ni = ni0 + c;
@@ -165,12 +167,9 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
           const u32 v0 = row_term[half] + col[c][0] + Core80::combine(acc, 0, ni, half * 2);
           const u32 v1 = row_term[half] + col[c][1] + Core80::combine(acc, 0, ni, half * 2 + 1);
           if constexpr (E::kPlain) {
-            if ((this->N & 1) == 0 && n + 1 < this->N) {
-              *reinterpret_cast<i32x2*>(row + n) = i32x2{static_cast<i32>(v0), static_cast<i32>(v1)};
-            } else {
-              if (n < this->N) row[n] = static_cast<i32>(v0);
-              if (n + 1 < this->N) row[n + 1] = static_cast<i32>(v1);
-            }
+            if (n < this->N)
+              store_pair(out_row + n, static_cast<i32>(v0), static_cast<i32>(v1), (this->N & 1) == 0 && n + 1 < this->N,
+                         n + 1 < this->N);
           } else if (n < this->N) {
             store_pair(row + n, chained(v0, m), chained(v1, m), (this->N & 1) == 0 && n + 1 < this->N, n + 1 < this->N);
           }
@@ -179,25 +178,41 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     }
   }
 
-  // The warp's values of 32 columns from n_base + 32*c into `buf`, one output box: 64 rows of
-  // 128 bytes with the 128-byte swizzle of the output's tensor map.
+  // Output boxes: 64 rows of 128 bytes with the 128-byte swizzle of the output's tensor map,
+  // 32 int32 or 64 int16 columns (kBoxFrags fragments of 8). Where the warpgroup's columns
+  // are not whole int16 boxes (kWN a multiple of 32 but not 64), the plain stores take over.
   static constexpr int kBoxBytes = 64 * 128;
+  static constexpr int kOutBytes = sizeof(typename E::Out);
+  static constexpr int kBoxCols = 128 / kOutBytes, kBoxFrags = kBoxCols / 8;
+  static constexpr int kBoxes = kNI / kBoxFrags;
+  static constexpr bool kWholeBoxes = kNI % kBoxFrags == 0;
+
+  // The warp's values of box c (columns from n_base + kBoxCols*c) into `buf`.
   __device__ __forceinline__ void stage_box(const i32 (&acc)[T::kGroups][1][kNI][4], int c, const u32 (&row_term)[2],
                                             u32 buf, int n_base, int row0, int g, int tig) const {
-    static_assert(E::kPlain, "bulk-stored boxes hold the plain int32 output");
-    u32 col[4][2];
-    column_terms(n_base, c * 4, tig, col);
+    static_assert(E::kPlain, "bulk-stored boxes hold the plain output");
 #pragma unroll
-    for (int f = 0; f < 4; ++f)
+    for (int f0 = 0; f0 < kBoxFrags; f0 += 4) {  // column terms 4 fragments at a time: fewer live registers
+      u32 col[4][2];
+      column_terms(n_base, c * kBoxFrags + f0, tig, col);
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = row0 + g + half * 8;
-        const int chunk = f * 2 + (tig >> 1);  // 16-byte chunk of the 128-byte row
-        const u32 addr = buf + r * 128 + ((chunk ^ (r & 7)) << 4) + (tig & 1) * 8;
-        const u32 v0 = row_term[half] + col[f][0] + Core80::combine(acc, 0, c * 4 + f, half * 2);
-        const u32 v1 = row_term[half] + col[f][1] + Core80::combine(acc, 0, c * 4 + f, half * 2 + 1);
-        asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
-      }
+      for (int f = f0; f < f0 + 4; ++f)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int r = row0 + g + half * 8;
+          const u32 v0 = row_term[half] + col[f - f0][0] + Core80::combine(acc, 0, c * kBoxFrags + f, half * 2);
+          const u32 v1 = row_term[half] + col[f - f0][1] + Core80::combine(acc, 0, c * kBoxFrags + f, half * 2 + 1);
+          if constexpr (kOutBytes == 4) {
+            const int chunk = f * 2 + (tig >> 1);  // 16-byte chunk of the 128-byte row
+            const u32 addr = buf + r * 128 + ((chunk ^ (r & 7)) << 4) + (tig & 1) * 8;
+            asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
+          } else {  // int16: a fragment's 8 columns are one 16-byte chunk, a thread's pair 4 bytes of it
+            const u32 addr = buf + r * 128 + ((f ^ (r & 7)) << 4) + tig * 4;
+            asm volatile("st.shared.v2.b16 [%0], {%1, %2};\n" ::"r"(addr), "h"(static_cast<unsigned short>(v0)),
+                         "h"(static_cast<unsigned short>(v1)) : "memory");
+          }
+        }
+    }
   }
 
   // The TMA core's whole-tile staging (T::kOutputStagingBytes, rules::tma_output_staging_bytes):
@@ -209,11 +224,10 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // the operand reads, NOTES-wgmma.md.)
   __device__ __forceinline__ void store_tile_staged(const i32 (&acc)[T::kGroups][1][kNI][4], int m_base, int n_base,
                                                     int g, int tig, u32 region) const {
-    if (ymap == nullptr) {
+    if (ymap == nullptr || !kWholeBoxes) {
       store(acc, m_base, n_base, g, tig);
       return;
     }
-    static_assert(kNI % 4 == 0, "whole-tile staging: whole 32-column boxes");
     const int row0 = ((threadIdx.x >> 5) & 3) * 16;  // the warp's first row in its warpgroup's 64
     const int wg = threadIdx.x >> 7;
     const bool leader = (threadIdx.x & 127) == 0;
@@ -222,14 +236,14 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     if (leader) ptx::bulk_wait_read<0>();  // the previous tile's boxes have been read out
     ptx::named_barrier(1 + wg, 128);
 #pragma unroll
-    for (int c = 0; c < kNI / 4; ++c) stage_box(acc, c, row_term, region + c * kBoxBytes, n_base, row0, g, tig);
+    for (int c = 0; c < kBoxes; ++c) stage_box(acc, c, row_term, region + c * kBoxBytes, n_base, row0, g, tig);
     ptx::fence_proxy_async();  // the copy engine reads what these threads wrote
     ptx::named_barrier(1 + wg, 128);
     if (leader) {
       const u64 first = ptx::policy_evict_first();
 #pragma unroll
-      for (int c = 0; c < kNI / 4; ++c)
-        ptx::tma_store_2d(ymap, n_base + c * 32, m_base - row0, region + c * kBoxBytes, first);
+      for (int c = 0; c < kBoxes; ++c)
+        ptx::tma_store_2d(ymap, n_base + c * kBoxCols, m_base - row0, region + c * kBoxBytes, first);
       ptx::bulk_commit();
     }
   }
@@ -246,8 +260,8 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     // A box waits for the one two boxes before it: with a single box a tile, the previous
     // tile's would not have been waited for (rules::tma_output_staging_bytes stages such
     // tiles whole).
-    static_assert(!kRegion || kNI / 4 >= 2, "two-box staging needs 64 columns or more per warpgroup");
-    if (ymap == nullptr) {
+    static_assert(!kRegion || kOutBytes != 4 || kBoxes >= 2, "two-box staging needs 64 columns or more per warpgroup");
+    if (ymap == nullptr || !kWholeBoxes || (kRegion && kBoxes < 2)) {
       store(acc, m_base, n_base, g, tig);
       return;
     }
@@ -258,13 +272,13 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     row_terms(m_base, g, row_term);
     const u64 first = ptx::policy_evict_first();
 #pragma unroll
-    for (int c = 0; c < kNI / 4; ++c) {  // 32 columns: 4 fragments of 8
+    for (int c = 0; c < kBoxes; ++c) {
       const u32 buf = staging + (c & 1) * kBoxBytes;
       if (kRegion || c >= 2) {  // the buffer's previous chunk has been read out
         // With an odd number of boxes (96 or 192 columns), a tile's first box takes the
         // buffer of the previous tile's last box: the latest store, so wait for all.
         if (leader) {
-          if (kRegion && c == 0 && (kNI / 4) % 2 == 1)
+          if (kRegion && c == 0 && kBoxes % 2 == 1)
             ptx::bulk_wait_read<0>();
           else
             ptx::bulk_wait_read<1>();
@@ -275,7 +289,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       ptx::fence_proxy_async();  // the copy engine reads what these threads wrote
       ptx::named_barrier(1 + wg, 128);
       if (leader) {
-        ptx::tma_store_2d(ymap, n_base + c * 32, m_base - row0, buf, first);
+        ptx::tma_store_2d(ymap, n_base + c * kBoxCols, m_base - row0, buf, first);
         ptx::bulk_commit();
       }
     }

@@ -6,6 +6,7 @@ namespace apnn {
 
 typedef unsigned int u32;
 typedef int i32;
+typedef short i16;
 typedef unsigned long long u64;
 typedef long long i64;
 

@@ -2,7 +2,8 @@
 // arithmetic; the CPU reference follows it op for op). The chain is compiled in: the
 // generator emits struct Epi with
 //   typedefs Staged, Pooled, Final (i32 or float: the value after the ops before pool, after
-//   pool, after the ops after pool), constants kPlain (no op: the int32 output) kStaged kPool
+//   pool, after the ops after pool), Out (the element written: Final, or i16 for the plain
+//   int16 output), constants kPlain (no op: the int32 output) kStaged kPool
 //   kPoolMax kPoolSize kPoolStride kQuantize kQBits kQEnc kQPerChannel kQThresholds
 //   kScaleBias, and the straight-line functions pre(i32 accumulator, o, args) -> Staged and
 //   post(Pooled, o, args) -> Final, and pre_row / post_row (the same with the channel's
@@ -36,6 +37,11 @@ __device__ __forceinline__ void store_pair(i32* out, i32 a, i32 b, bool pair_ok,
 __device__ __forceinline__ void store_pair(float* out, float a, float b, bool pair_ok, bool second_ok) {
   if (pair_ok) *reinterpret_cast<f32x2*>(out) = f32x2{a, b};
   else { out[0] = a; if (second_ok) out[1] = b; }
+}
+// The int16 output (a spec's "output": "int16"): a pair is one 4-byte store.
+__device__ __forceinline__ void store_pair(i16* out, i32 a, i32 b, bool pair_ok, bool second_ok) {
+  if (pair_ok) *reinterpret_cast<u32*>(out) = (static_cast<u32>(a) & 0xffffu) | (static_cast<u32>(b) << 16);
+  else { out[0] = static_cast<i16>(a); if (second_ok) out[1] = static_cast<i16>(b); }
 }
 
 // The lowest code of the chain's quantizer before its bits are taken (signed: -2^(q-1)).

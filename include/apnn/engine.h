@@ -74,7 +74,7 @@ struct ConvShape {
 struct LayerResult {
   OutputType type = OutputType::Int32;
   std::vector<int64_t> shape;    // apmm (M, N); apconv (N, O, Ho', Wo'), after any pool
-  std::vector<int32_t> i32;      // Int32
+  std::vector<int32_t> i32;      // Int32, and Int16 widened
   std::vector<float> f32;        // Float32
   std::vector<uint32_t> planes;  // Packed: conv_layout.h activations with C = O; for apmm the
                                  // bitplane_layout.h operand of N rows x K' = M values

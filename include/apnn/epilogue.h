@@ -55,11 +55,16 @@ struct EpilogueOp {
   }
 };
 
-enum class OutputType { Int32, Float32, Packed };
+// Int16: the plain output narrowed to int16 (a spec's "output": "int16", apmm without a
+// chain), exact because the launch refuses a K at which |y| could exceed 32767.
+enum class OutputType { Int32, Float32, Packed, Int16 };
 
-// An ordered, validated chain (see spec.h for parsing). Empty: the plain int32 output.
+// An ordered, validated chain (see spec.h for parsing). Empty: the plain int32 (or int16) output.
 struct Epilogue {
   std::vector<EpilogueOp> ops;
+  // The plain output's element is int16, not int32 (spec field "output"; no ops): half the
+  // bytes to write, for products whose range fits.
+  bool int16_out = false;
 
   bool empty() const { return ops.empty(); }
   const EpilogueOp* find(EpilogueOpKind k) const {
@@ -73,7 +78,7 @@ struct Epilogue {
   OutputType output_type() const;
   // Needs the block's outputs staged in shared memory (pooling windows, 32-channel words).
   bool staged() const { return pool() != nullptr || quantize() != nullptr; }
-  bool operator==(const Epilogue& o) const { return ops == o.ops; }
+  bool operator==(const Epilogue& o) const { return ops == o.ops && int16_out == o.int16_out; }
 };
 
 const char* epilogue_op_name(EpilogueOpKind k);

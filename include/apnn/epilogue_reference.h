@@ -13,7 +13,7 @@ namespace apnn {
 struct EpilogueResult {
   OutputType type = OutputType::Int32;
   int64_t N = 0, C = 0, H = 0, W = 0;
-  std::vector<int32_t> i32;     // Int32
+  std::vector<int32_t> i32;     // Int32, and Int16 (the same values, which fit)
   std::vector<float> f32;       // Float32
   std::vector<int16_t> values;  // Packed: the quantized values, NCHW (pack with conv_reference.h)
 };

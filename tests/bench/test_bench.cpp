@@ -17,6 +17,7 @@
 #include "bench/report.h"
 #include "bench/svg_chart.h"
 #include "bench/vendor_inputs.h"
+#include "engine/apmm_runner.h"
 #include "engine/input_sets.h"
 #include "compiler/nvrtc_compiler.h"
 #include "test_util.h"
@@ -54,7 +55,20 @@ TEST_CASE("bench: the issue's shape and precision lists") {
   CHECK(g.back().label == "8192x8192x8192");
   std::vector<std::string> names;
   for (const Precision& p : gemm_precisions()) names.push_back(p.name());
-  CHECK(names == std::vector<std::string>{"w1a1", "w1a2", "w1a3", "w1a4", "w2a2", "w2a4", "w4a4", "w2a8", "w8a8"});
+  CHECK(names == std::vector<std::string>{"w1a1", "w1a2", "w1a3", "w1a4", "w2a2", "w2a4", "w4a4", "w2a8", "w8a8",
+                                          "w1a1-i16", "w1a2-i16", "w2a2-i16"});
+  // The int16 rows run where K keeps |y| within int16: w1a2 (pm1 W) at 8192, w2a2 (signed W:
+  // |w*x| up to 6) to 5461.
+  for (const Precision& p : gemm_precisions()) CHECK(p.int16_out == (p.name().find("-i16") != std::string::npos));
+  KernelSpec i16;
+  i16.w = make_precision(1, 2).w;
+  i16.x = make_precision(1, 2).x;
+  i16.epilogue.int16_out = true;
+  CHECK(apmm_max_k(i16) == 10922);
+  i16.w = make_precision(2, 2).w;
+  CHECK(apmm_max_k(i16) == 5461);
+  i16.epilogue.int16_out = false;
+  CHECK(apmm_max_k(i16) == ((int64_t{1} << 31) - 256) / 6);
   CHECK(make_precision(1, 1).w.enc == Encoding::Unsigned);
   CHECK(make_precision(1, 2).w.enc == Encoding::Pm1);
   CHECK(make_precision(2, 8).w.enc == Encoding::Signed);
@@ -89,7 +103,7 @@ TEST_CASE("bench: selections (quick, --shapes, --prec) and their errors") {
   quick.quick = true;
   Plan p = select(quick, true, true);
   CHECK(p.gemm.size() == 2);
-  CHECK(p.gemm_prec.size() == 3);
+  CHECK(p.gemm_prec.size() == 4);  // w1a1 w1a2 w2a2 w1a2-i16
   CHECK(p.conv.size() == 2);
   CHECK(p.conv_prec.size() == 2);
 

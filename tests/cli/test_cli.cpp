@@ -315,6 +315,12 @@ TEST_CASE("cli: bad specs and options give exit 2 and one stderr line naming the
   bad_cluster["cluster"] = 3;
   expect_error(sb, {"compile", spec_with("cluster3.json", mod("tile", bad_cluster)), "--arch", "sm_90a"}, 2,
                {"cluster3.json", "tile.cluster", "1, 2, 4, 8", "3"});
+  expect_error(sb, {"compile", spec_with("out8.json", mod("output", "int8")), "--arch", "sm_80"}, 2,
+               {"out8.json", "'output'", "\"int32\" or \"int16\""});
+  expect_error(sb, {"compile", spec_with("out16w8.json", json{{"op", "apmm"}, {"w_bits", 8}, {"w_enc", "pm1"}, {"x_bits", 8},
+                                                               {"x_enc", "pm1"}, {"output", "int16"}}.dump()),
+                    "--arch", "sm_80"},
+               2, {"out16w8.json", "'output'", "cannot hold one product"});
   const std::string tma = spec_with("tma.json", mod("tile", tma_tile));
   for (const char* arch : {"sm_80", "sm_90"})
     expect_error(sb, {"compile", tma, "--arch", arch}, 2, {"tile.cluster 2", "sm_90a", std::string("'") + arch + "'"});

@@ -481,3 +481,44 @@ TEST_CASE("cli epilogue: on a GPU, verify checks a chain and times it over the i
   }
   MESSAGE("cli verify on the GPU: chains exact, timed over the reported input sets");
 }
+
+// The int16 output ("output": "int16", no chain): gemm writes an int16 .npy of the plain
+// product; verify checks it exact; a K past int16's range is exit 2 with nothing written.
+TEST_CASE("cli: on a GPU, gemm and verify with the int16 output equal the CPU reference") {
+  Sandbox sb;
+  const Inputs in(sb);
+  const std::string out = sb.path("y16.npy");
+  json spec = mm_spec(json::array());
+  spec.erase("epilogue");
+  spec["output"] = "int16";
+  const std::string mm = sb.spec("mm16.json", spec);
+  if (!gpu_present()) {
+    const CliResult r = sb.run({"gemm", mm, "--w", in.w2, "--x", in.x2, "--out", out});
+    CHECK(r.code == 3);
+    CHECK_FALSE(fs::exists(out));
+    MESSAGE("no CUDA device: the int16 GPU end-to-end checks are skipped");
+    return;
+  }
+  CliResult r = sb.run({"gemm", mm, "--w", in.w2, "--x", in.x2, "--out", out});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const std::vector<int32_t> z = apnn::apmm_reference_direct(as_i16(pm1_values(4 * 64)).data(),
+                                                             as_i16(u2_values(3 * 64)).data(), 4, 3, 64);
+  const apnn::NpyArray y = apnn::read_npy_int(out);
+  CHECK(y.shape == std::vector<int64_t>{4, 3});
+  CHECK(std::vector<int32_t>(y.values.begin(), y.values.end()) == z);
+  std::ifstream head(out, std::ios::binary);
+  std::string header(128, '\0');
+  head.read(header.data(), 128);
+  CHECK(header.find("'descr': '<i2'") != std::string::npos);
+
+  r = sb.run({"verify", mm, "--m", "300", "--n", "1100", "--k", "2100", "--json"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const json rep = json::parse(r.out);
+  CHECK(rep.at("output") == "int16");
+  CHECK(rep.at("mismatches") == 0);
+  CHECK(rep.at("checked").get<int64_t>() == 300 * 1100 / 2);
+
+  r = sb.run({"verify", mm, "--m", "8", "--n", "8", "--k", "10923"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("K=10923 can overflow the int16 output") != std::string::npos);
+}

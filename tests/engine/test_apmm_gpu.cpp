@@ -242,3 +242,53 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
                               {1500, 2600, 2100}};
   verify_every_shape(engine, specs, shapes, 12000, "apmm TMA core");
 }
+
+TEST_CASE("int16 output (spec \"output\": \"int16\"): every core, bit-exact on shapes that are not tile multiples") {
+  TempCache cache;
+  struct Case { int p, q; Encoding we; Tile t; };
+  // mma.sync tiles; the cp.async wgmma core (bn 256: staged 64-column boxes in a pipeline
+  // slot); the TMA core with whole-tile staging (128x192), two-box staging (128x128 st4,
+  // 64x192), and warpgroups whose columns are not whole int16 boxes (96, 32: plain stores).
+  const Case cases[] = {
+      {1, 2, Encoding::Pm1, {16, 8, 256, 2, 1, 1}},        {2, 2, Encoding::Signed, {64, 128, 512, 2, 2, 4}},
+      {1, 1, Encoding::Unsigned, {128, 256, 512, 3, 2, 4}}, {1, 2, Encoding::Pm1, {128, 192, 1024, 3, 8, 1, 2}},
+      {1, 2, Encoding::Pm1, {128, 128, 1024, 4, 8, 1, 2}}, {2, 2, Encoding::Pm1, {64, 192, 1024, 3, 4, 2, 2}},
+      {2, 2, Encoding::Signed, {128, 96, 1024, 3, 8, 1, 2}}, {1, 2, Encoding::Pm1, {128, 32, 1024, 3, 8, 1, 2}},
+      {1, 1, Encoding::Pm1, {64, 256, 1024, 3, 4, 2, 4}},
+  };
+  // Odd N, N*2 bytes not a multiple of 16 (no tensor map: plain stores), N a multiple of 8 but
+  // not of a box's 64 columns, several patches per cluster.
+  const ApmmShape shapes[] = {{1, 1, 1}, {129, 517, 1000}, {300, 1100, 2100}, {333, 2600, 3000}, {1000, 3000, 1025}};
+  std::vector<KernelSpec> specs;
+  for (const Case& c : cases) {
+    KernelSpec s;
+    s.w = {c.p, c.we};
+    s.x = {c.q, Encoding::Unsigned};
+    s.tile = c.t;
+    s.epilogue.int16_out = true;
+    if (c.t.cluster > 1 && skipped_without_sm90a("TMA core, int16 output")) continue;
+    specs.push_back(s);
+  }
+  Engine engine;
+  verify_every_shape(engine, specs, shapes, 21000, "apmm int16 output");
+}
+
+TEST_CASE("int16 output: the largest K whose result fits int16 is exact; one more is refused") {
+  TempCache cache;
+  Engine engine;
+  KernelSpec s;
+  s.w = {1, Encoding::Pm1};
+  s.x = {2, Encoding::Unsigned};
+  s.epilogue.int16_out = true;
+  const int64_t K = 10922;  // 10922 * 3 = 32766 <= INT16_MAX
+  const int64_t M = 3, N = 5;
+  std::vector<int16_t> W(M * K, -1), X(N * K, 3);
+  W[0] = 1;
+  const LayerResult r = apmm_layer(engine, s, W.data(), X.data(), {M, N, K}, {});
+  REQUIRE(r.type == OutputType::Int16);
+  CHECK(r.i32[0] == -3 * (K - 2));
+  for (int64_t i = N; i < M * N; ++i) CHECK(r.i32[i] == -3 * K);
+  const std::vector<int16_t> W1(M * (K + 1), 1), X1(N * (K + 1), 3);
+  CHECK_THROWS_WITH_AS(apmm_layer(engine, s, W1.data(), X1.data(), {M, N, K + 1}, {}),
+                       doctest::Contains("K=10923 can overflow the int16 output"), Error);
+}

@@ -1107,3 +1107,41 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   CHECK(contains(smem, "shared memory"));
   CHECK(contains(smem, "768 in-channels"));
 }
+
+TEST_CASE("spec: \"output\" is int32 (the default, canonically absent) or int16 (apmm without a chain)") {
+  json j = base_spec();
+  j["output"] = "int16";
+  const KernelSpec s = apnn::parse_spec(j, kOrigin);
+  CHECK(s.epilogue.int16_out);
+  CHECK(s.epilogue.output_type() == apnn::OutputType::Int16);
+  const json canon = json::parse(apnn::canonical_json(s));
+  CHECK(canon.at("output") == "int16");
+  CHECK(apnn::parse_spec(canon, kOrigin).epilogue.int16_out);  // round-trips
+  json i32 = base_spec();
+  i32["output"] = "int32";
+  const KernelSpec s32 = apnn::parse_spec(i32, kOrigin);
+  CHECK_FALSE(s32.epilogue.int16_out);
+  CHECK(apnn::canonical_json(s32) == apnn::canonical_json(apnn::parse_spec(base_spec(), kOrigin)));
+  CHECK(apnn::spec_id(apnn::canonicalize(s)) != apnn::spec_id(apnn::canonicalize(s32)));
+
+  for (const json& bad : {json("int8"), json(16), json(nullptr), json("INT16")}) {
+    json b = base_spec();
+    b["output"] = bad;
+    expect_rejected(b, {"'output'", "\"int32\" or \"int16\""});
+  }
+  json conv = base_spec();
+  conv["op"] = "apconv";
+  conv["kernel"] = {3, 3};
+  conv["output"] = "int16";
+  expect_rejected(conv, {"'output'", "needs op \"apmm\""});
+  json chain = base_spec();
+  chain["epilogue"] = json::array({{{"op", "relu"}}});
+  chain["output"] = "int16";
+  expect_rejected(chain, {"'output'", "without an epilogue chain"});
+  json wide = base_spec(8, "pm1", 8, "pm1");
+  wide["output"] = "int16";
+  expect_rejected(wide, {"'output'", "cannot hold one product", "65025"});
+  json widest_ok = base_spec(8, "unsigned", 7, "unsigned");  // 255 * 127 = 32385
+  widest_ok["output"] = "int16";
+  CHECK(apnn::parse_spec(widest_ok, kOrigin).epilogue.int16_out);
+}
