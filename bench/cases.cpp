@@ -31,6 +31,10 @@ std::vector<Precision> gemm_precisions() {
 std::vector<Precision> conv_precisions() {
   std::vector<Precision> v;
   for (auto [p, q] : {std::pair{1, 2}, {2, 2}, {1, 4}, {2, 8}}) v.push_back(make_precision(p, q));
+  for (auto [p, q] : {std::pair{1, 2}, {2, 2}}) {  // the int16 output, as cuDNN's fp16 writes 2 bytes
+    v.push_back(make_precision(p, q));
+    v.back().int16_out = true;
+  }
   return v;
 }
 
@@ -143,7 +147,7 @@ Plan select(const Selection& sel, bool gemm, bool conv) {
   }
   if (conv) {
     plan.conv = keep(conv_cases(), {"n1-16x16x128-o128-k3s1", "n8-28x28x128-o128-k3s1"}, sel);
-    plan.conv_prec = keep_prec(conv_precisions(), {"w1a2", "w2a2"}, sel);
+    plan.conv_prec = keep_prec(conv_precisions(), {"w1a2", "w2a2", "w1a2-i16"}, sel);
   }
   for (const std::string& pattern : sel.shapes) {
     const bool used = std::any_of(plan.gemm.begin(), plan.gemm.end(), [&](auto& c) { return glob_match(pattern, c.label); }) ||

@@ -18,7 +18,7 @@ struct Precision {
 };
 Precision make_precision(int p, int q);
 std::vector<Precision> gemm_precisions();  // w1a1 w1a2 w1a3 w1a4 w2a2 w2a4 w4a4 w2a8 w8a8, w1a1 w1a2 w2a2 -i16
-std::vector<Precision> conv_precisions();  // w1a2 w2a2 w1a4 w2a8
+std::vector<Precision> conv_precisions();  // w1a2 w2a2 w1a4 w2a8, w1a2 w2a2 -i16
 
 struct GemmCase {
   std::string label;  // "MxNxK"

@@ -44,11 +44,12 @@ class OursConv {
   OursConv(Engine& engine, const KernelSpec& spec, const ConvShape& s);
   CheckResult check();  // images 0 and N-1
   void launch(int set);
-  DeviceBuffer& output(int set) { return in_->y[set].values; }
+  DeviceBuffer& output(int set) { return in_->y[set].values; }  // set's int32 (or int16) output
   int sets() const { return in_->sets(); }
 
  private:
   ConvGeometry g_;
+  bool int16_out_;
   std::unique_ptr<ConvRunner> runner_;
   std::unique_ptr<ConvInputSets> in_;
   EpilogueDevice none_;

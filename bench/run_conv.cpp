@@ -9,6 +9,7 @@
 #include "bench/sections.h"
 #include "engine/conv_runner.h"
 #include "engine/tile_choice.h"
+#include "spec/kernel_rules.h"
 
 namespace apnn::bench {
 
@@ -49,6 +50,9 @@ void run_conv_section(Section& s, const Plan& plan) {
       KernelSpec spec = base;
       spec.w = p.w;
       spec.x = p.x;
+      spec.epilogue.int16_out = p.int16_out;
+      // An int16 row only where in-channels x kernel keeps |y| within int16.
+      if (g.C * g.kh * g.kw > rules::output_limit(spec) / rules::largest_product(spec)) continue;
       TileSource from;
       spec = resolve_tile(spec, conv_problem(spec, c.shape), current_target(), &from);
       run_ours<OursConv>(s, "conv", c.label, dims, ops, p, spec, c.shape, from);

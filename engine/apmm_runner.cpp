@@ -19,15 +19,10 @@ namespace apnn {
 namespace {
 // Kernels index in int32 and round M up to a 128-bit packed row: keep that below 2^31.
 constexpr int64_t kMaxDim = (int64_t{1} << 31) - 256;
-int64_t largest_product(const KernelSpec& spec) {
-  const int64_t wmax = std::max(std::llabs(spec.w.min_value()), std::llabs(spec.w.max_value()));
-  const int64_t xmax = std::max(std::llabs(spec.x.min_value()), std::llabs(spec.x.max_value()));
-  return wmax * xmax;
-}
 }  // namespace
 
 int64_t apmm_max_k(const KernelSpec& spec) {
-  return (spec.epilogue.int16_out ? int64_t{32767} : kMaxDim) / largest_product(spec);
+  return std::min(kMaxDim, rules::output_limit(spec)) / rules::largest_product(spec);
 }
 
 void check_apmm_shape(const KernelSpec& spec, const ApmmShape& s) {
@@ -42,7 +37,7 @@ void check_apmm_shape(const KernelSpec& spec, const ApmmShape& s) {
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: K={} can overflow the {} output for {} x {} (|y| up to {}); "
                                                      "K must be <= {}",
                                                      s.K, spec.epilogue.int16_out ? "int16" : "int32", spec.w.describe(),
-                                                     spec.x.describe(), s.K * largest_product(spec), kmax));
+                                                     spec.x.describe(), s.K * rules::largest_product(spec), kmax));
 }
 
 ApmmRunner::ApmmRunner(std::shared_ptr<Kernel> kernel) : kernel_(std::move(kernel)) {

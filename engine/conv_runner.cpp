@@ -78,13 +78,12 @@ ConvGeometry conv_geometry(const KernelSpec& spec, const ConvShape& s) {
   const int64_t limit = (int64_t{1} << 31) - 1;
   if (g.N * g.Ho() * g.Wo() > limit || g.N * g.O * g.Ho() * g.Wo() > limit || g.N * s.C * g.H * g.W > limit)
     throw Error(ErrorKind::InvalidInput, "shape: the tensors exceed 2^31 elements");
-  const int64_t K = g.C * g.kh * g.kw;
-  const int64_t wmax = std::max(std::llabs(spec.w.min_value()), std::llabs(spec.w.max_value()));
-  const int64_t xmax = std::max(std::llabs(spec.x.min_value()), std::llabs(spec.x.max_value()));
-  if (K > limit / (wmax * xmax))
-    throw Error(ErrorKind::InvalidInput, fmt::format("shape: in-channels*kernel = {} can overflow the int32 output for {} x {}; "
+  const int64_t K = g.C * g.kh * g.kw, kmax = rules::output_limit(spec) / rules::largest_product(spec);
+  if (K > kmax)
+    throw Error(ErrorKind::InvalidInput, fmt::format("shape: in-channels*kernel = {} can overflow the {} output for {} x {}; "
                                                      "it must be <= {}",
-                                                     K, spec.w.describe(), spec.x.describe(), limit / (wmax * xmax)));
+                                                     K, spec.epilogue.int16_out ? "int16" : "int32", spec.w.describe(),
+                                                     spec.x.describe(), kmax));
   return g;
 }
 

@@ -386,6 +386,14 @@ int64_t tma_patches(const Tile& t, const OperandFormat& w, const OperandFormat& 
 
 int output_element_bytes(const KernelSpec& spec) { return spec.epilogue.int16_out ? 2 : 4; }
 
+int64_t largest_product(const KernelSpec& spec) {
+  const int64_t wmax = std::max(std::llabs(spec.w.min_value()), std::llabs(spec.w.max_value()));
+  const int64_t xmax = std::max(std::llabs(spec.x.min_value()), std::llabs(spec.x.max_value()));
+  return wmax * xmax;
+}
+
+int64_t output_limit(const KernelSpec& spec) { return spec.epilogue.int16_out ? 32767 : (int64_t{1} << 31) - 1; }
+
 int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes) {
   if (t.cluster <= 1 || (t.bn / t.warps_n) % 32 != 0) return 0;
   auto fits = [&](int bytes) { return wgmma_shared_bytes(t, w, x) + bytes + kTmaBarrierBytes <= kMaxSharedBytes; };

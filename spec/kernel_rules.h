@@ -189,6 +189,11 @@ inline constexpr int kTmaStagingBoxBytes = 64 * 128;  // one bulk store: 64 rows
 int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes = 4);
 // The bytes of an element of the spec's plain output: 2 for "output": "int16", else 4.
 int output_element_bytes(const KernelSpec& spec);
+// The largest |w*x| of the spec's operand formats, and the largest |y| its plain output holds
+// (32767 for int16, 2^31 - 1 for int32): a reduction over more than limit / product terms
+// could leave the output's type, so the launch refuses it.
+int64_t largest_product(const KernelSpec& spec);
+int64_t output_limit(const KernelSpec& spec);
 // Empty for cluster 1; otherwise why the TMA core cannot run the tile (op apmm, no epilogue,
 // bk 1024, a wgmma tile, whole 8-row atoms in each block's part of a shared tile), naming
 // the field.

@@ -109,21 +109,18 @@ ConvParams parse_conv(const json& j, std::string_view origin) {
   return c;
 }
 
-// The plain output's element: "int32" (the default) or "int16" (apmm without a chain; the
-// launch checks that K keeps |y| within int16).
+// The plain output's element: "int32" (the default) or "int16" (no chain; the launch checks
+// that the reduction's length keeps |y| within int16).
 bool parse_output(const json& j, const KernelSpec& s, std::string_view origin) {
   const json& v = j.at("output");
   if (!v.is_string() || (v != "int32" && v != "int16"))
     fail(origin, fmt::format("field 'output' must be \"int32\" or \"int16\", got {}", v.dump()));
   if (v == "int32") return false;
-  if (s.op != Op::Apmm) fail(origin, "field 'output' \"int16\" needs op \"apmm\" (the conv cores write int32)");
   if (!s.epilogue.empty())
     fail(origin, "field 'output' \"int16\" needs a spec without an epilogue chain (a chain sets its own output)");
-  const int64_t wmax = std::max(std::llabs(s.w.min_value()), std::llabs(s.w.max_value()));
-  const int64_t xmax = std::max(std::llabs(s.x.min_value()), std::llabs(s.x.max_value()));
-  if (wmax * xmax > 32767)
+  if (const int64_t p = rules::largest_product(s); p > 32767)
     fail(origin, fmt::format("field 'output' \"int16\" cannot hold one product of {} x {} (|w*x| up to {})",
-                             s.w.describe(), s.x.describe(), wmax * xmax));
+                             s.w.describe(), s.x.describe(), p));
   return true;
 }
 

@@ -378,15 +378,15 @@ struct ConvProblem {
       store_column_pairs(acc, m_base, c_base, g, tig);
       return;
     }
-    using Final = typename E::Final;
-    Final* const y = static_cast<Final*>(epi.out);
+    using Out = typename E::Out;  // Final, or i16 for the plain int16 output
+    Out* const y = static_cast<Out*>(epi.out);
     const int O = a_rows, HoWo = Ho * Wo;
 #pragma unroll
     for (int ni = 0; ni < Frag::kNI; ++ni) {
       const int c = c_base + ni * 8 + 2 * tig;
       const ConvColumn a = column_table()[c], b = column_table()[c + 1];
-      // Two neighbouring columns that are neighbouring output words at an even offset go
-      // out as one 8-byte store.
+      // Two neighbouring columns that are neighbouring output elements at an even offset go
+      // out as one store (8 bytes, int16 4).
       const bool pair = a.out >= 0 && b.out == a.out + 1;
 #pragma unroll
       for (int mi = 0; mi < Frag::kMI; ++mi)
@@ -399,8 +399,8 @@ struct ConvProblem {
             store_pair(y + (row + a.out), output(acc, mi, ni, e, o, a), output(acc, mi, ni, e + 1, o, b),
                        ((row + a.out) & 1) == 0, true);
           } else {
-            if (a.out >= 0) y[row + a.out] = output(acc, mi, ni, e, o, a);
-            if (b.out >= 0) y[row + b.out] = output(acc, mi, ni, e + 1, o, b);
+            if (a.out >= 0) y[row + a.out] = static_cast<Out>(output(acc, mi, ni, e, o, a));
+            if (b.out >= 0) y[row + b.out] = static_cast<Out>(output(acc, mi, ni, e + 1, o, b));
           }
         }
     }
@@ -413,7 +413,7 @@ struct ConvProblem {
   // the general path's per-pair tests (about half of its instructions, session 11).
   __device__ __forceinline__ void store_column_pairs(const i32 (&acc)[T::kGroups][Frag::kMI][Frag::kNI][4], int m_base,
                                                      int c_base, int g, int tig) const {
-    typename E::Final* const y = static_cast<typename E::Final*>(epi.out);
+    typename E::Out* const y = static_cast<typename E::Out*>(epi.out);
     const int O = a_rows, HoWo = Ho * Wo;
 #pragma unroll
     for (int ni = 0; ni < Frag::kNI; ++ni) {

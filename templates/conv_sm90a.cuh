@@ -100,7 +100,8 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
       }
     }
     __syncthreads();
-    Final* y = static_cast<Final*>(this->epi.out);
+    using Out = typename E::Out;  // Final, or i16 for the plain int16 output
+    Out* y = static_cast<Out*>(this->epi.out);
     const int HoWo = this->Ho * this->Wo;
     constexpr int kThreads = GemmSm90a<T>::kThreads;
     // Each thread keeps its columns (their output pixels read once) and walks their rows
@@ -115,10 +116,10 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
       const int out = table[c].out;
       if (out < 0) continue;
       // Output indexes are int32: every one is below 2^31 (conv_runner.cpp checks N*O*Ho*Wo).
-      Final* dst = y + ((m0 + r0) * HoWo + out);
+      Out* dst = y + ((m0 + r0) * HoWo + out);
       const Final* src = st + (r0 * kRowLd + c);
 #pragma unroll 4
-      for (int r = r0; r < rows; r += kRowStep, dst += kRowStep * HoWo, src += kRowStep * kRowLd) *dst = *src;
+      for (int r = r0; r < rows; r += kRowStep, dst += kRowStep * HoWo, src += kRowStep * kRowLd) *dst = static_cast<Out>(*src);
     }
   }
 

@@ -242,7 +242,7 @@ struct ConvSm90aHalo {
   struct Readout {
     u32 stg;                 // the staged value of the warpgroup's row 0 at this column
     u32 prm;                 // row 0's RowParams (kRowParams)
-    typename E::Final* y;    // its output
+    typename E::Out* y;      // its output (Final, or i16 for the plain int16 output)
     int step;                // output elements between channels (Ho*Wo)
     int row0;                // the warpgroup's first output channel
     int rows;                // its valid rows: 64 unless O ends inside it
@@ -267,7 +267,7 @@ struct ConvSm90aHalo {
       } else {
         u32 v;
         asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(stg + r * kStgPitch * 4) : "memory");
-        y[static_cast<i64>(r) * step] = value(prob, v, row0 + r, col);
+        y[static_cast<i64>(r) * step] = static_cast<typename E::Out>(value(prob, v, row0 + r, col));
       }
     }
   };
@@ -503,7 +503,7 @@ struct ConvSm90aHalo {
           u32* dst = planes + (static_cast<i64>(n) * (E::kQBits - 1) * HoWo + col.p) * prob.out_cw + row0 / 32;
           QuantReadout{stg + j * 4, stg + kBN * 4, dst, plane_words, row0, O, r0, split, alternate ? 2 : 0}.run(prob, col);
         } else {
-          auto* y = static_cast<typename E::Final*>(prob.epi.out);
+          auto* y = static_cast<typename E::Out*>(prob.epi.out);
           const Readout out{stg + j * 4, stg + kBN * 4, y + (col.out + row0 * HoWo), HoWo, row0, min(64, O - row0), r0, split};
           switch (split) {
             case 1: out.run<1>(prob, col); break;

@@ -60,6 +60,9 @@ TEST_CASE("bench: the issue's shape and precision lists") {
   // The int16 rows run where K keeps |y| within int16: w1a2 (pm1 W) at 8192, w2a2 (signed W:
   // |w*x| up to 6) to 5461.
   for (const Precision& p : gemm_precisions()) CHECK(p.int16_out == (p.name().find("-i16") != std::string::npos));
+  std::vector<std::string> conv_names;
+  for (const Precision& p : conv_precisions()) conv_names.push_back(p.name());
+  CHECK(conv_names == std::vector<std::string>{"w1a2", "w2a2", "w1a4", "w2a8", "w1a2-i16", "w2a2-i16"});
   KernelSpec i16;
   i16.w = make_precision(1, 2).w;
   i16.x = make_precision(1, 2).x;
@@ -105,7 +108,7 @@ TEST_CASE("bench: selections (quick, --shapes, --prec) and their errors") {
   CHECK(p.gemm.size() == 2);
   CHECK(p.gemm_prec.size() == 4);  // w1a1 w1a2 w2a2 w1a2-i16
   CHECK(p.conv.size() == 2);
-  CHECK(p.conv_prec.size() == 2);
+  CHECK(p.conv_prec.size() == 3);  // w1a2 w2a2 w1a2-i16
 
   Selection s;
   s.shapes = {"8192x*"};

@@ -474,7 +474,7 @@ TEST_CASE("compiler: an error inside a header and a missing header are Compile e
   CHECK(contains(e.what(), "source dumped to "));
 }
 
-TEST_CASE("compiler: the int16 output compiles without spills on the mma.sync, wgmma and TMA cores") {
+TEST_CASE("compiler: the int16 output compiles without spills on every APMM and APConv core") {
   // The TMA tiles: whole-tile staging (128x128: 32 KB of int16 beside 4 stages), two-box
   // staging (64x192), and 96 columns a warpgroup (not whole 64-column int16 boxes: plain stores).
   const struct { const char* prec; const char* tile; const char* arch; } cases[] = {
@@ -488,12 +488,24 @@ TEST_CASE("compiler: the int16 output compiles without spills on the mma.sync, w
     jobs.push_back({fmt::format("{} {} {}", c.prec, c.tile, c.arch),
                     spec_of(fmt::format(R"({{"op":"apmm",{},"output":"int16","tile":{}}})", c.prec, c.tile).c_str()),
                     c.arch, {}, {}, 0});
+  // The conv cores: halo (strides 1 and 2), wgmma (3x3, 1x1/2) and mma.sync.
+  const struct { const char* conv; const char* tile; const char* arch; } convs[] = {
+      {R"("kernel":[3,3],"stride":[1,1],"pad":[1,1])", R"({"bm":128,"bn":112,"bk":256,"stages":4,"core":"halo"})", "sm_90a"},
+      {R"("kernel":[3,3],"stride":[2,2],"pad":[1,1])", R"({"bm":128,"bn":64,"bk":256,"stages":2,"core":"halo"})", "sm_90a"},
+      {R"("kernel":[3,3],"stride":[1,1],"pad":[1,1])", R"({"bm":128,"bn":128,"bk":512,"stages":4})", "sm_90a"},
+      {R"("kernel":[1,1],"stride":[2,2])", R"({"bm":128,"bn":64,"bk":512,"stages":3})", "sm_90a"},
+      {R"("kernel":[3,3],"stride":[1,1],"pad":[1,1])", R"({"bm":64,"bn":64,"bk":512})", "sm_80"}};
+  for (const auto& c : convs)
+    jobs.push_back({fmt::format("apconv {} {} {}", c.conv, c.tile, c.arch),
+                    spec_of(fmt::format(R"({{"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",{},
+                                            "output":"int16","tile":{}}})", c.conv, c.tile).c_str()),
+                    c.arch, {}, {}, 0});
   compile_with_ptxas_info(jobs);
   for (const Job& j : jobs) {
     INFO(j.label);
     CHECK(apnn::generate(j.spec, j.arch).source.find("typedef apnn::i16 Out;") != std::string::npos);
   }
-  MESSAGE(jobs.size() << " int16-output kernels, none spills");
+  MESSAGE(jobs.size() << " int16-output kernels (APMM and APConv), none spills");
   // w1a2 128x192 (the bench's 8192^3 tile, 192 accumulators a thread) spills a few bytes with
   // either output (int32: 4 bytes stored, 16 loaded; measured in session 31): held to that.
   std::vector<Job> wide = {{"w1a2 128x192 int16", spec_of(R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",

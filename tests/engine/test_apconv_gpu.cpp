@@ -4,6 +4,7 @@
 #include "gpu_main.h"
 
 #include <atomic>
+#include <optional>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -260,4 +261,37 @@ TEST_CASE("golden APConv vectors (shared/vectors) on the GPU") {
   }
   CHECK(checked >= 6);
   std::printf("golden vectors: %d APConv cases checked on the GPU\n", checked);
+}
+
+TEST_CASE("int16 output (spec \"output\": \"int16\"): halo, wgmma and mma.sync conv cores, exact; a K past int16 refused") {
+  TempCache cache;
+  Engine engine;
+  // Odd Ho*Wo (single int16 stores), even (pairs as one 4-byte store), row-staged stores on
+  // the wgmma core (one column tile of odd Ho*Wo), strides 1 and 2, O past the tile.
+  struct Case { OperandFormat w, x; ConvParams c; std::optional<Tile> t; ConvShape s; bool sm90a; };
+  const Case cases[] = {
+      {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{128, 112, 256, 4, 8, 1, 1, true}, {3, 256, 13, 13, 200}, true},
+      {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 2, 2, 1, 1}, Tile{128, 64, 256, 2, 8, 1, 1, true}, {5, 256, 15, 15, 136}, true},
+      {{2, Encoding::Signed}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{128, 64, 256, 3, 8, 1, 1, true}, {2, 128, 9, 11, 136}, true},
+      {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {1, 1, 2, 2, 0, 0}, Tile{128, 64, 512, 3, 8, 1}, {3, 256, 14, 14, 130}, true},
+      {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{64, 64, 512, 3, 4, 1}, {1, 64, 7, 7, 70}, true},
+      {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{64, 32, 256, 2, 2, 2}, {2, 65, 10, 12, 17}, false},
+      {{1, Encoding::Pm1}, {2, Encoding::Pm1}, {3, 3, 2, 2, 1, 1}, std::nullopt, {2, 64, 15, 15, 33}, false},
+      {{1, Encoding::Pm1}, {1, Encoding::Pm1}, {1, 1, 1, 1, 0, 0}, std::nullopt, {3, 129, 7, 7, 40}, false},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    if (c.sm90a && skipped_without_sm90a("int16 conv on the halo and wgmma cores")) continue;
+    KernelSpec s = conv_spec(c.w, c.x, c.c);
+    s.tile = c.t;
+    s.epilogue.int16_out = true;
+    if (s.tile) REQUIRE(rules::check_kernel_tile(*s.tile, s).empty());
+    expect_exact(engine, s, c.s, static_cast<uint64_t>(300 + ++n));
+  }
+  std::printf("apconv int16 output: %d cases exact\n", n);
+  // 1-bit pm1 x 2-bit unsigned: |w*x| <= 3, so in-channels*kernel may reach 10922.
+  KernelSpec s = conv_spec({1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1});
+  s.epilogue.int16_out = true;
+  CHECK_THROWS_WITH_AS((void)conv_geometry(s, {1, 1214, 4, 4, 8}), doctest::Contains("can overflow the int16 output"), Error);
+  CHECK_NOTHROW((void)conv_geometry(s, {1, 1213, 4, 4, 8}));  // 1213 * 9 = 10917
 }
