@@ -166,8 +166,8 @@ int run_bench(const BenchOptions& o) {
       report.device.c_str(), report.arch.c_str(), report.peaks.wgmma_b1_tops, report.peaks.mma_sync_b1_tops,
       report.peaks.dram_write_gbs, report.peaks.launch_floor_us);
   std::printf("%s", overlap_line.c_str());
-  std::printf("times: median per launch (us); out-only: the int32 output written alone (memset or a write-only kernel, "
-              "the faster); speedup: best vendor time / ours; bin TOPS: ops*p*q/time; exact: checked against the CPU "
+  std::printf("times: median per launch (us); out-only: the output (int32; int16 in -i16 rows) written alone (memset or "
+              "a write-only kernel, the faster); speedup: best vendor time / ours; bin TOPS: ops*p*q/time; exact: checked against the CPU "
               "reference\n\n");
   report.print_table(stdout);
   print_fusion_table(report.fusion, stdout);

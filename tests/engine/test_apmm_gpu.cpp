@@ -47,6 +47,17 @@ void verify_every_shape(Engine& engine, const std::vector<KernelSpec>& specs, co
               static_cast<unsigned long>(mismatches));
 }
 
+// W (3 x K) all -w but W[0][0] = w, X (5 x K) all x: every output is -w*x*K, but row 0's
+// -w*x*(K-2). K is the largest the spec's output type allows.
+void expect_largest_k(Engine& engine, const KernelSpec& s, int64_t K, int16_t w, int16_t x) {
+  const int64_t M = 3, N = 5;
+  std::vector<int16_t> W(M * K, static_cast<int16_t>(-w)), X(N * K, x);
+  W[0] = w;
+  const LayerResult r = apmm_layer(engine, s, W.data(), X.data(), {M, N, K});
+  REQUIRE(r.type == s.epilogue.output_type());
+  for (int64_t i = 0; i < M * N; ++i) CHECK(r.i32[i] == -int64_t{w} * x * (i < N ? K - 2 : K));
+}
+
 }  // namespace
 
 TEST_CASE("every bit pair x encoding pair is bit-exact on odd and paper shapes") {
@@ -96,20 +107,21 @@ TEST_CASE("explicit tiles on shapes that are not tile multiples") {
       }
 }
 
-TEST_CASE("extremes: the largest K whose result fits int32") {
+TEST_CASE("extremes: the largest K whose result fits the output (int32, int16) is exact; past int16's, refused") {
   TempCache cache;
   Engine engine;
   KernelSpec s;
   s.w = {8, Encoding::Pm1};
   s.x = {8, Encoding::Pm1};
-  const int64_t K = 33025;  // 33025 * 255 * 255 = 2147450625 <= INT32_MAX
-  const int64_t M = 3, N = 5;
-  std::vector<int16_t> W(M * K, -255), X(N * K, 255);
-  W[0] = 255;  // row 0 differs in one element
-  const std::vector<int32_t> Y = apmm(engine, s, W.data(), X.data(), {M, N, K});
-  CHECK(Y[0] == -255LL * 255 * (K - 2));
-  for (int64_t i = 1; i < M * N; ++i)
-    if (i >= N) CHECK(Y[i] == static_cast<int32_t>(-255LL * 255 * K));
+  expect_largest_k(engine, s, 33025, 255, 255);  // 33025 * 255 * 255 = 2147450625 <= INT32_MAX
+  s.w = {1, Encoding::Pm1};
+  s.x = {2, Encoding::Unsigned};
+  s.epilogue.int16_out = true;
+  const int64_t K = 10922, M = 3, N = 5;
+  expect_largest_k(engine, s, K, 1, 3);  // 10922 * 3 = 32766 <= INT16_MAX
+  const std::vector<int16_t> W1(M * (K + 1), 1), X1(N * (K + 1), 3);
+  CHECK_THROWS_WITH_AS(apmm_layer(engine, s, W1.data(), X1.data(), {M, N, K + 1}, {}),
+                       doctest::Contains("K=10923 can overflow the int16 output"), Error);
 }
 
 TEST_CASE("golden vectors (shared/vectors) on the GPU") {
@@ -271,24 +283,4 @@ TEST_CASE("int16 output (spec \"output\": \"int16\"): every core, bit-exact on s
   }
   Engine engine;
   verify_every_shape(engine, specs, shapes, 21000, "apmm int16 output");
-}
-
-TEST_CASE("int16 output: the largest K whose result fits int16 is exact; one more is refused") {
-  TempCache cache;
-  Engine engine;
-  KernelSpec s;
-  s.w = {1, Encoding::Pm1};
-  s.x = {2, Encoding::Unsigned};
-  s.epilogue.int16_out = true;
-  const int64_t K = 10922;  // 10922 * 3 = 32766 <= INT16_MAX
-  const int64_t M = 3, N = 5;
-  std::vector<int16_t> W(M * K, -1), X(N * K, 3);
-  W[0] = 1;
-  const LayerResult r = apmm_layer(engine, s, W.data(), X.data(), {M, N, K}, {});
-  REQUIRE(r.type == OutputType::Int16);
-  CHECK(r.i32[0] == -3 * (K - 2));
-  for (int64_t i = N; i < M * N; ++i) CHECK(r.i32[i] == -3 * K);
-  const std::vector<int16_t> W1(M * (K + 1), 1), X1(N * (K + 1), 3);
-  CHECK_THROWS_WITH_AS(apmm_layer(engine, s, W1.data(), X1.data(), {M, N, K + 1}, {}),
-                       doctest::Contains("K=10923 can overflow the int16 output"), Error);
 }
