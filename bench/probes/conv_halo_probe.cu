@@ -29,7 +29,10 @@
 // descriptors shifted by whole rows, was exact with the base offset 0 and with it set from
 // the address; 14x14x256 3x3/1 skewed 4 stages 15.13 -> 14.43 us, 3x3/2 2 stages 11.19 ->
 // 10.48 (base offset set: 14.71, 10.75).
-// Session 30: the aligned-line readout (LINE) at 3x3/2, written and compiled, not yet run.
+// Session 30: the aligned-line readout (LINE) at 3x3/2, written and compiled. Session 31
+// (device calls 1-2): exact, but 10.85-10.87 us against the same kernel's 10.63-10.66; ncu
+// counted 1.50 L2 sector writes per output sector for its whole aligned lines against 1.66,
+// and 40% more instructions: partial-sector writes do not bound the layer's rounds.
 //
 // Build (here) and run (sm_90a):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I../.. conv_halo_probe.cu -lcuda -o conv_halo_probe
@@ -54,7 +57,7 @@ constexpr int kHalfW = kBM * 16;  // W: one 16-byte K chunk (128 channels) of on
 // in one box of the 32-byte swizzle, so a phase is one copy of 32-byte elements instead of
 // two of 16; the B descriptor reads it swizzled, its start shifted by whole 32-byte rows
 // (BO: the descriptor's base offset set from the start address's bits 7-9, else 0).
-// LINE (session 30, not yet run): at stride 2 with whole 7x7 outputs, a warpgroup's 64
+// LINE (session 30; refuted in session 31, above): at stride 2 with whole 7x7 outputs, a warpgroup's 64
 // channels x 49 pixels are one aligned run of the output; thread t writes its words t, t +
 // 128, ..., so that each warp store is one whole 128-byte line (the committed readout's warp
 // stores cover 28 words of a 196-byte channel row, most sectors reaching L2 in two partial
