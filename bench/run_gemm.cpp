@@ -38,7 +38,11 @@ void run_gemm_section(Section& s, const Plan& plan) {
       spec.w = p.w;
       spec.x = p.x;
       spec.epilogue.int16_out = p.int16_out;
-      if (c.shape.K > apmm_max_k(spec)) continue;  // an int16 row only where K keeps |y| within int16
+      if (c.shape.K > apmm_max_k(spec)) {  // an int16 row only where K keeps |y| within int16
+        std::fprintf(stderr, "gemm %-16s %-14s skipped: K=%lld past the int16 output's %lld\n", c.label.c_str(),
+                     p.name().c_str(), static_cast<long long>(c.shape.K), static_cast<long long>(apmm_max_k(spec)));
+        continue;
+      }
       TileSource from;
       spec = resolve_tile(spec, apmm_problem(c.shape), current_target(), &from);
       run_ours<OursGemm>(s, "gemm", c.label, dims, ops, p, spec, c.shape, from);

@@ -152,6 +152,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   if (!spec.tile) throw Error(ErrorKind::InvalidSpec, "generate: spec has no tile; canonicalize it first");
   const Tile& t = *spec.tile;
+  if (std::string why = rules::output_error(spec); !why.empty()) throw Error(ErrorKind::InvalidSpec, why);
   if (std::string why = rules::check_kernel_tile(t, spec); !why.empty()) throw Error(ErrorKind::InvalidSpec, why);
   const rules::PlaneGroups groups = rules::kernel_plane_groups(spec, arch);
   const bool conv = spec.op == Op::Apconv;

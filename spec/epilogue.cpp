@@ -158,8 +158,8 @@ EpilogueTypes epilogue_types(const Epilogue& e) {
 }
 
 OutputType Epilogue::output_type() const {
-  if (int16_out) return OutputType::Int16;
   if (quantize()) return OutputType::Packed;
+  if (int16_out && ops.empty()) return OutputType::Int16;  // with a chain, refused (rules::output_error)
   return epilogue_types(*this).final_float ? OutputType::Float32 : OutputType::Int32;
 }
 

@@ -394,8 +394,19 @@ int64_t largest_product(const KernelSpec& spec) {
 
 int64_t output_limit(const KernelSpec& spec) { return spec.epilogue.int16_out ? 32767 : (int64_t{1} << 31) - 1; }
 
+std::string output_error(const KernelSpec& spec) {
+  if (!spec.epilogue.int16_out) return {};
+  if (!spec.epilogue.empty())
+    return "field 'output' \"int16\" needs a spec without an epilogue chain (a chain sets its own output)";
+  if (const int64_t p = largest_product(spec); p > 32767)
+    return fmt::format("field 'output' \"int16\" cannot hold one product of {} x {} (|w*x| up to {})", spec.w.describe(),
+                       spec.x.describe(), p);
+  return {};
+}
+
 int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes) {
-  if (t.cluster <= 1 || (t.bn / t.warps_n) % 32 != 0) return 0;
+  // Whole boxes of 128-byte rows a warpgroup (32 int32 or 64 int16 columns), else plain stores.
+  if (t.cluster <= 1 || (t.bn / t.warps_n) % (128 / out_bytes) != 0) return 0;
   auto fits = [&](int bytes) { return wgmma_shared_bytes(t, w, x) + bytes + kTmaBarrierBytes <= kMaxSharedBytes; };
   const int whole = t.bm * t.bn * out_bytes;
   const int boxes = t.warps_m * t.warps_n / 4 * 2 * kTmaStagingBoxBytes;

@@ -194,6 +194,10 @@ int output_element_bytes(const KernelSpec& spec);
 // could leave the output's type, so the launch refuses it.
 int64_t largest_product(const KernelSpec& spec);
 int64_t output_limit(const KernelSpec& spec);
+// Empty, or why the spec cannot have the int16 output it asks for (a chain sets its own
+// output; a single product must fit int16): checked by the parser and again by the generator,
+// for specs built in code.
+std::string output_error(const KernelSpec& spec);
 // Empty for cluster 1; otherwise why the TMA core cannot run the tile (op apmm, no epilogue,
 // bk 1024, a wgmma tile, whole 8-row atoms in each block's part of a shared tile), naming
 // the field.

@@ -116,11 +116,9 @@ bool parse_output(const json& j, const KernelSpec& s, std::string_view origin) {
   if (!v.is_string() || (v != "int32" && v != "int16"))
     fail(origin, fmt::format("field 'output' must be \"int32\" or \"int16\", got {}", v.dump()));
   if (v == "int32") return false;
-  if (!s.epilogue.empty())
-    fail(origin, "field 'output' \"int16\" needs a spec without an epilogue chain (a chain sets its own output)");
-  if (const int64_t p = rules::largest_product(s); p > 32767)
-    fail(origin, fmt::format("field 'output' \"int16\" cannot hold one product of {} x {} (|w*x| up to {})",
-                             s.w.describe(), s.x.describe(), p));
+  KernelSpec with = s;
+  with.epilogue.int16_out = true;
+  if (std::string why = rules::output_error(with); !why.empty()) fail(origin, why);
   return true;
 }
 

@@ -602,3 +602,41 @@ TEST_CASE("generator: a halo tile emits the halo core's entry on sm_90a and is r
     }
   }
 }
+
+TEST_CASE("generator: a spec built in code with an int16 output it cannot have is InvalidSpec naming 'output'") {
+  // parse_spec refuses these; a KernelSpec filled in code reaches the generator unparsed.
+  KernelSpec chain = with_tile(make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned), 64, 64, 512, 3, 2, 2);
+  chain.epilogue.int16_out = true;
+  chain.epilogue.ops.push_back(apnn::EpilogueOp{apnn::EpilogueOpKind::Relu});
+  CHECK(chain.epilogue.output_type() == apnn::OutputType::Int32);  // the chain's, never int16
+  CHECK_THROWS_WITH_AS(apnn::generate(chain), doctest::Contains("'output' \"int16\" needs a spec without an epilogue chain"),
+                       apnn::Error);
+  KernelSpec wide = with_tile(make_spec(8, Encoding::Pm1, 8, Encoding::Pm1), 32, 32, 256, 2, 2, 4);
+  wide.epilogue.int16_out = true;
+  CHECK_THROWS_WITH_AS(apnn::generate(wide), doctest::Contains("cannot hold one product"), apnn::Error);
+  wide.epilogue.int16_out = false;
+  CHECK_NOTHROW(apnn::generate(wide));
+  KernelSpec plain = with_tile(make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned), 64, 64, 512, 3, 2, 2);
+  plain.epilogue.int16_out = true;
+  CHECK(apnn::generate(plain).source.find("typedef apnn::i16 Out;") != std::string::npos);
+  plain.epilogue.int16_out = false;
+  CHECK(apnn::generate(plain).source.find("typedef apnn::i32 Out;") != std::string::npos);
+}
+
+TEST_CASE("rules: the int16 GPU test's tiles take the store paths it names") {
+  // test_apmm_gpu's int16 cases: 128x256/1024 8x1 (w1a1) stages boxes in a pipeline slot on
+  // the cp.async wgmma core; 128x128 st4 (w1a2, cluster 2) stages its whole int16 tile; 128x192
+  // two boxes a warpgroup; 128x96 none (96 columns are not whole 64-column int16 boxes).
+  KernelSpec slot = with_tile(make_spec(1, Encoding::Unsigned, 1, Encoding::Unsigned), 128, 256, 1024, 3, 8, 1);
+  slot.epilogue.int16_out = true;
+  CHECK(apnn::rules::use_wgmma(slot, "sm_90a"));
+  CHECK(apnn::rules::wgmma_stages_output(*slot.tile, slot.w, slot.x));
+  const auto staging = [](int bn, int stages) {
+    KernelSpec s = make_spec(1, Encoding::Pm1, 2, Encoding::Unsigned);
+    s.tile = Tile{128, bn, 1024, stages, 8, 1, 2};
+    return apnn::rules::tma_output_staging_bytes(*s.tile, s.w, s.x, 2);
+  };
+  CHECK(staging(128, 4) == 128 * 128 * 2);
+  CHECK(staging(192, 3) == 2 * 2 * apnn::rules::kTmaStagingBoxBytes);
+  CHECK(staging(96, 3) == 0);
+}
