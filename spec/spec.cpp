@@ -1,7 +1,6 @@
 #include "apnn/spec.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include <fmt/format.h>
 
