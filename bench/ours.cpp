@@ -7,6 +7,7 @@
 #include "apnn/error.h"
 #include "apnn/reference.h"
 #include "runtime/steady_timing.h"
+#include "engine/layer_result.h"
 #include "engine/verify.h"
 #include "runtime/device.h"
 
@@ -21,13 +22,6 @@ void compare(const int32_t* got, const int32_t* want, size_t n, uint64_t base, C
       r->first_mismatch = fmt::format("element {}: gpu {}, cpu {}", base + i, got[i], want[i]);
 }
 
-// A plain output's first `count` values: int32, or int16 ("output": "int16") widened.
-std::vector<int32_t> download_output(const DeviceBuffer& y, size_t count, bool int16_out) {
-  if (!int16_out) return y.to_vector<int32_t>(count);
-  const std::vector<int16_t> v = y.to_vector<int16_t>(count);
-  return std::vector<int32_t>(v.begin(), v.end());
-}
-
 }  // namespace
 
 std::vector<int64_t> rows_to_check(int64_t rows, int64_t work_per_row) {
@@ -38,7 +32,7 @@ std::vector<int64_t> rows_to_check(int64_t rows, int64_t work_per_row) {
   return out;
 }
 
-OursGemm::OursGemm(Engine& engine, const KernelSpec& spec, const ApmmShape& s) : s_(s), int16_out_(spec.epilogue.int16_out) {
+OursGemm::OursGemm(Engine& engine, const KernelSpec& spec, const ApmmShape& s) : s_(s), out_(spec.epilogue) {
   if (!spec.epilogue.empty())
     throw Error(ErrorKind::InvalidInput, "bench: GEMM rows time int32 or int16 outputs (no epilogue chain)");
   check_apmm_shape(spec, s);
@@ -50,7 +44,7 @@ CheckResult OursGemm::check() {
   in_->y[0].values.fill_u32(kPoison);
   launch(0);
   synchronize(runner_->kernel().module->context());
-  const std::vector<int32_t> y = download_output(in_->y[0].values, static_cast<size_t>(s_.M * s_.N), int16_out_);
+  const std::vector<int32_t> y = download_layer(out_, ApmmRunner::dims(s_.M, s_.N), in_->y[0], {}).i32;
   const std::vector<int64_t> rows = rows_to_check(s_.M, s_.N * s_.K);
   std::vector<int16_t> wsub(rows.size() * s_.K);
   for (size_t i = 0; i < rows.size(); ++i)
@@ -64,7 +58,7 @@ CheckResult OursGemm::check() {
 
 void OursGemm::launch(int set) { runner_->gemm(in_->w[set], in_->x[set], none_, in_->y[set]); }
 
-OursConv::OursConv(Engine& engine, const KernelSpec& spec, const ConvShape& s) : int16_out_(spec.epilogue.int16_out) {
+OursConv::OursConv(Engine& engine, const KernelSpec& spec, const ConvShape& s) : out_(spec.epilogue) {
   if (!spec.epilogue.empty())
     throw Error(ErrorKind::InvalidInput, "bench: conv rows time int32 or int16 outputs (no epilogue chain)");
   g_ = conv_geometry(spec, s);
@@ -77,7 +71,7 @@ CheckResult OursConv::check() {
   launch(0);
   synchronize(runner_->kernel().module->context());
   const int64_t image_in = g_.C * g_.H * g_.W, image_out = g_.O * g_.Ho() * g_.Wo();
-  const std::vector<int32_t> y = download_output(in_->y[0].values, static_cast<size_t>(g_.N * image_out), int16_out_);
+  const std::vector<int32_t> y = download_layer(out_, {g_.N, g_.O, g_.Ho(), g_.Wo()}, in_->y[0], {}).i32;
   ConvGeometry one = g_;
   one.N = 1;
   CheckResult r;

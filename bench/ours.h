@@ -33,7 +33,7 @@ class OursGemm {
 
  private:
   ApmmShape s_;
-  bool int16_out_;
+  Epilogue out_;  // the plain output's element (int32, or int16): how check() reads it back
   std::unique_ptr<ApmmRunner> runner_;
   std::unique_ptr<ApmmInputSets> in_;  // plain int32 or int16 outputs (specs without a chain)
   EpilogueDevice none_;
@@ -49,7 +49,7 @@ class OursConv {
 
  private:
   ConvGeometry g_;
-  bool int16_out_;
+  Epilogue out_;  // the plain output's element (int32, or int16): how check() reads it back
   std::unique_ptr<ConvRunner> runner_;
   std::unique_ptr<ConvInputSets> in_;
   EpilogueDevice none_;

@@ -52,7 +52,7 @@ void run_conv_section(Section& s, const Plan& plan) {
       spec.x = p.x;
       spec.epilogue.int16_out = p.int16_out;
       // An int16 row only where in-channels x kernel keeps |y| within int16.
-      if (const int64_t kmax = rules::output_limit(spec) / rules::largest_product(spec); g.C * g.kh * g.kw > kmax) {
+      if (const int64_t kmax = rules::max_reduction(spec); g.C * g.kh * g.kw > kmax) {
         std::fprintf(stderr, "conv %-24s %-16s skipped: in-channels x kernel %lld past the int16 output's %lld\n",
                      c.label.c_str(), p.name().c_str(), static_cast<long long>(g.C * g.kh * g.kw),
                      static_cast<long long>(kmax));

@@ -92,12 +92,13 @@ CUtensorMap operand_map(const PackedOperand& op, int planes, unsigned box_rows, 
 // The output (M rows of N, int32 or int16) as a 2-D tensor for the wgmma core's staged bulk
 // stores (int16 as uint16: the copy moves bits): boxes of 128-byte rows (32 or 64 columns,
 // the 128-byte swizzle) by one warpgroup's 64 rows (apmm_sm90a.cuh's stage_box).
-CUtensorMap output_map(const DeviceBuffer& y, int64_t M, int64_t N, bool i16) {
+CUtensorMap output_map(const DeviceBuffer& y, int64_t M, int64_t N, int elem_bytes) {
+  const bool i16 = elem_bytes == 2;
   const TiledMapShape shape{i16 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 : CU_TENSOR_MAP_DATA_TYPE_INT32,
-                            i16 ? 2 : 4,
+                            elem_bytes,
                             2,
                             {static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(M)},
-                            {i16 ? 64u : 32u, 64},
+                            {static_cast<cuuint32_t>(128 / elem_bytes), 64},
                             CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_NONE};
   return encode_tiled_map(y.ptr(), shape, [&] { return fmt::format("{} output {} x {}", i16 ? "int16" : "int32", M, N); });
@@ -163,12 +164,11 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   // Both wgmma cores take the output's tensor map for staged bulk stores (in a pipeline slot,
   // or the TMA core's whole-tile staging); those need a row stride of whole 16 bytes, other
   // widths and chains store directly (a chain's output is not the integer tensor the map describes).
-  const bool i16 = s.epilogue.int16_out;
-  int tma_store = s.epilogue.empty() && (n * (i16 ? 2 : 4)) % 16 == 0 &&
-                  (rules::wgmma_stages_output(t, s.w, s.x) ||
-                   rules::tma_output_staging_bytes(t, s.w, s.x, rules::output_element_bytes(s)) > 0);
+  const int out_bytes = rules::output_element_bytes(s);
+  int tma_store = s.epilogue.empty() && (n * out_bytes) % 16 == 0 &&
+                  (rules::wgmma_stages_output(t, s.w, s.x) || rules::tma_output_staging_bytes(t, s.w, s.x, out_bytes) > 0);
   CUtensorMap ymap{};
-  if (tma_store) ymap = output_map(out.values, m, n, i16);
+  if (tma_store) ymap = output_map(out.values, m, n, out_bytes);
   if (t.cluster == 1) {
     void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
     kernel_->module->launch(kApmmKernel, d, args);

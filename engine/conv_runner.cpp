@@ -78,7 +78,7 @@ ConvGeometry conv_geometry(const KernelSpec& spec, const ConvShape& s) {
   const int64_t limit = (int64_t{1} << 31) - 1;
   if (g.N * g.Ho() * g.Wo() > limit || g.N * g.O * g.Ho() * g.Wo() > limit || g.N * s.C * g.H * g.W > limit)
     throw Error(ErrorKind::InvalidInput, "shape: the tensors exceed 2^31 elements");
-  const int64_t K = g.C * g.kh * g.kw, kmax = rules::output_limit(spec) / rules::largest_product(spec);
+  const int64_t K = g.C * g.kh * g.kw, kmax = rules::max_reduction(spec);
   if (K > kmax)
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: in-channels*kernel = {} can overflow the {} output for {} x {}; "
                                                      "it must be <= {}",

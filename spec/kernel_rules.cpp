@@ -394,6 +394,8 @@ int64_t largest_product(const KernelSpec& spec) {
 
 int64_t output_limit(const KernelSpec& spec) { return spec.epilogue.int16_out ? 32767 : (int64_t{1} << 31) - 1; }
 
+int64_t max_reduction(const KernelSpec& spec) { return output_limit(spec) / largest_product(spec); }
+
 std::string output_error(const KernelSpec& spec) {
   if (!spec.epilogue.int16_out) return {};
   if (!spec.epilogue.empty())

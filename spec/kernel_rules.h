@@ -194,6 +194,9 @@ int output_element_bytes(const KernelSpec& spec);
 // could leave the output's type, so the launch refuses it.
 int64_t largest_product(const KernelSpec& spec);
 int64_t output_limit(const KernelSpec& spec);
+// output_limit / largest_product: the longest reduction the output holds (APConv's
+// in-channels x kernel; APMM's K also stays below its indexing limit, apmm_max_k).
+int64_t max_reduction(const KernelSpec& spec);
 // Empty, or why the spec cannot have the int16 output it asks for (a chain sets its own
 // output; a single product must fit int16): checked by the parser and again by the generator,
 // for specs built in code.

@@ -108,17 +108,13 @@ ConvParams parse_conv(const json& j, std::string_view origin) {
   return c;
 }
 
-// The plain output's element: "int32" (the default) or "int16" (no chain; the launch checks
-// that the reduction's length keeps |y| within int16).
-bool parse_output(const json& j, const KernelSpec& s, std::string_view origin) {
+// Whether the plain output's element is "int16" rather than "int32" (the default); what the
+// spec then needs is rules::output_error's, and the launch checks the reduction's length.
+bool parse_int16_output(const json& j, std::string_view origin) {
   const json& v = j.at("output");
   if (!v.is_string() || (v != "int32" && v != "int16"))
     fail(origin, fmt::format("field 'output' must be \"int32\" or \"int16\", got {}", v.dump()));
-  if (v == "int32") return false;
-  KernelSpec with = s;
-  with.epilogue.int16_out = true;
-  if (std::string why = rules::output_error(with); !why.empty()) fail(origin, why);
-  return true;
+  return v == "int16";
 }
 
 }  // namespace
@@ -153,7 +149,8 @@ KernelSpec parse_spec(const json& j, std::string_view origin) {
   s.x.enc = get_encoding(j, "x_enc", origin);
   if (s.op == Op::Apconv) s.conv = parse_conv(j, origin);
   if (j.contains("epilogue")) s.epilogue = parse_epilogue(j.at("epilogue"), s.op == Op::Apconv, origin);
-  if (j.contains("output")) s.epilogue.int16_out = parse_output(j, s, origin);
+  if (j.contains("output")) s.epilogue.int16_out = parse_int16_output(j, origin);
+  if (std::string why = rules::output_error(s); !why.empty()) fail(origin, why);
   if (j.contains("tile")) {
     s.tile = parse_tile(j.at("tile"), s.w, s.x, origin);
     if (std::string why = rules::check_kernel_tile(*s.tile, s); !why.empty()) fail(origin, why);

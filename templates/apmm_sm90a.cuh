@@ -145,8 +145,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       quantized_store<T, Core80, false, true>(tile, acc, m_base, n_base, g, tig, m_base / T::kBM * T::kBM, n_base / T::kBN);
       return;
     }
-    using Final = typename E::Final;
-    using Out = typename E::Out;
+    using Out = typename E::Out;  // Final, or i16 for the plain int16 output
     constexpr int kChunk = kNI < 4 ? kNI : 4;
     u32 row_term[2];
     row_terms(m_base, g, row_term);
@@ -158,8 +157,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       for (int half = 0; half < 2; ++half) {
         const int m = m_base + g + half * 8;
         if (m >= this->M) continue;
-        Final* row = static_cast<Final*>(this->epi.out) + static_cast<i64>(m) * this->N;
-        Out* out_row = static_cast<Out*>(this->epi.out) + static_cast<i64>(m) * this->N;  // the plain output (int32 or int16)
+        Out* row = static_cast<Out*>(this->epi.out) + static_cast<i64>(m) * this->N;
 #pragma unroll
         for (int c = 0; c < kChunk; ++c) {
           const int ni = ni0 + c;
@@ -168,7 +166,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
           const u32 v1 = row_term[half] + col[c][1] + Core80::combine(acc, 0, ni, half * 2 + 1);
           if constexpr (E::kPlain) {
             if (n < this->N)
-              store_pair(out_row + n, static_cast<i32>(v0), static_cast<i32>(v1), (this->N & 1) == 0 && n + 1 < this->N,
+              store_pair(row + n, static_cast<i32>(v0), static_cast<i32>(v1), (this->N & 1) == 0 && n + 1 < this->N,
                          n + 1 < this->N);
           } else if (n < this->N) {
             store_pair(row + n, chained(v0, m), chained(v1, m), (this->N & 1) == 0 && n + 1 < this->N, n + 1 < this->N);
