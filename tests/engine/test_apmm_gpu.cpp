@@ -259,7 +259,8 @@ TEST_CASE("int16 output (spec \"output\": \"int16\"): every core, bit-exact on s
   TempCache cache;
   struct Case { int p, q; Encoding we; Tile t; };
   // mma.sync tiles; the cp.async wgmma core (128x256/1024 8x1: 256 columns a warpgroup,
-  // staged 64-column boxes in a pipeline slot); the TMA core with two-box staging (128x192),
+  // staged 64-column boxes in a pipeline slot); the TMA core with two-box staging (128x192,
+  // and 128x256 st4: the bench's w1a2-i16 and w1a1-i16 tiles at 8192^3),
   // whole-tile staging (128x128 st4: 32 KB of int16 beside the pipeline), and warpgroups whose
   // columns are not whole int16 boxes (64x192 4x2 and 128x96: 96; 128x32: plain stores).
   const Case cases[] = {
@@ -268,11 +269,12 @@ TEST_CASE("int16 output (spec \"output\": \"int16\"): every core, bit-exact on s
       {1, 1, Encoding::Unsigned, {128, 256, 1024, 3, 8, 1}},
       {1, 2, Encoding::Pm1, {128, 128, 1024, 4, 8, 1, 2}}, {2, 2, Encoding::Pm1, {64, 192, 1024, 3, 4, 2, 2}},
       {2, 2, Encoding::Signed, {128, 96, 1024, 3, 8, 1, 2}}, {1, 2, Encoding::Pm1, {128, 32, 1024, 3, 8, 1, 2}},
-      {1, 1, Encoding::Pm1, {64, 256, 1024, 3, 4, 2, 4}},
+      {1, 1, Encoding::Pm1, {64, 256, 1024, 3, 4, 2, 4}},   {1, 1, Encoding::Pm1, {128, 256, 1024, 4, 8, 1, 2}},
   };
   // Odd N, N*2 bytes not a multiple of 16 (no tensor map: plain stores), N a multiple of 8 but
-  // not of a box's 64 columns, several patches per cluster.
-  const ApmmShape shapes[] = {{1, 1, 1}, {129, 517, 1000}, {300, 1100, 2100}, {333, 2600, 3000}, {1000, 3000, 1025}};
+  // not of a box's 64 columns, several patches per cluster (the last for the wide tiles too).
+  const ApmmShape shapes[] = {{1, 1, 1}, {129, 517, 1000}, {300, 1100, 2100}, {333, 2600, 3000}, {1000, 3000, 1025},
+                              {2100, 4104, 1030}};
   std::vector<KernelSpec> specs;
   for (const Case& c : cases) {
     KernelSpec s;
