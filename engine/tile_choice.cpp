@@ -279,9 +279,17 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         // 233.87 / 235.36 for the 3 stages; at K of 4096 bits the 3 stages stay ahead
         // (8192x4096x4096 72.78 / 73.30 against 75.64 / 75.38, 1024x4096x4096 14.19 / 14.13
         // against 14.36 / 14.39).
+        // With an int16 output the 4 stages also hold the whole output tile (32 KB beside them),
+        // so the deeper pipeline costs the output nothing. apnn bench, w1a2-i16, two runs each,
+        // same call (session 32, call 3), us, 4 stages against 3: 1024x4096x4096 11.89 / 11.88
+        // against 12.34 / 12.38, 8192x4096x4096 65.96 / 65.96 against 69.21 / 69.62,
+        // 8192x2048x2048 25.08 / 25.10 against 25.67 / 25.54, 1024x2048x2048 6.71 / 6.71 against
+        // 6.70 / 6.78.
+        const bool whole_beside_4 = rules::tma_output_staging_bytes(c2, s.w, s.x, rules::output_element_bytes(s)) ==
+                                    c2.bm * c2.bn * rules::output_element_bytes(s);
         if (c2.bn == 128) {
           if (p.K_bits <= 1024 && fits(s, narrow, t)) return narrow;
-          if (p.K_bits > 4096 && fits(s, c2, t)) return c2;
+          if ((p.K_bits > 4096 || whole_beside_4) && fits(s, c2, t)) return c2;
           if (fits(s, staged, t)) return staged;
         }
         return c2;

@@ -172,6 +172,13 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   deep.stages = 4;
   for (const ApmmShape& shape : {ApmmShape{4000, 4096, 8192}, ApmmShape{1024, 8192, 8192}})
     CHECK(*resolve_tile(w1a2(), apmm_problem(shape), target).tile == deep);
+  // ... and at any K with an int16 output, whose whole tile (32 KB) fits beside 4 stages.
+  KernelSpec w1a2_i16 = w1a2();
+  w1a2_i16.epilogue.int16_out = true;
+  CHECK(rules::tma_output_staging_bytes(deep, w1a2().w, w1a2().x, 2) == 128 * 128 * 2);
+  for (const ApmmShape& shape : {ApmmShape{8192, 2048, 2048}, ApmmShape{1024, 4096, 4096}, ApmmShape{8192, 4096, 4096}})
+    CHECK(*resolve_tile(w1a2_i16, apmm_problem(shape), target).tile == deep);
+  CHECK(*resolve_tile(w1a2_i16, apmm_problem({8192, 1024, 1024}), target).tile == Tile{128, 32, 1024, 3, 8, 1, 2});
   // ... or, where its last round of patches costs no more, the tile half again as wide (a
   // producer warpgroup hands its registers to the 192 accumulators): 8192^3 has 21 rounds of
   // 128x192 patches (x 1.5 = 31.5) against 32 of 128x128; 4000x4096 has 6 (9) against 8, and
