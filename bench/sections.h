@@ -64,10 +64,8 @@ void run_ours(Section& s, const std::string& op, const std::string& label, const
   r.q = p.x.bits;
   r.spec = nlohmann::json::parse(canonical_json(spec));
   r.tile_source = tile_source_name(from);
-  r.core = !rules::use_wgmma(spec, current_device().arch()) ? "mma.sync"
-           : spec.tile->halo                               ? "wgmma-halo"
-           : spec.tile->cluster > 1                        ? fmt::format("wgmma-tma{}", spec.tile->cluster)
-                                                           : "wgmma";
+  r.core = rules::core_family(spec, current_device().arch());
+  if (r.core == "wgmma-tma") r.core += std::to_string(spec.tile->cluster);
   Ours ours(s.engine, spec, shape);
   const CheckResult check = ours.check();
   r.checked = check.checked;

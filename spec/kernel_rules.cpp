@@ -330,6 +330,11 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
   return wgmma_tile_error(t, spec.w, spec.x).empty() && wgmma_core_bytes(t, spec) <= kMaxSharedBytes;
 }
 
+std::string core_family(const KernelSpec& spec, const std::string& arch) {
+  if (!use_wgmma(spec, arch)) return "mma.sync";
+  return spec.tile->halo ? "wgmma-halo" : spec.tile->cluster > 1 ? "wgmma-tma" : "wgmma";
+}
+
 // Measured on the bench's batch-8 and batch-128 ResNet-18 layers (bench/NOTES.md, session
 // 9, device calls 1-3): a persistent grid for every precision made w2a8 1.1-1.7x faster
 // (its 16 plane pairs take small tiles, many per SM) but w1a2 0.76-1.05x and w2a2 / w1a4

@@ -117,6 +117,11 @@ int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandForma
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
 // Whether APNN_DISABLE_WGMMA asks for the mma.sync core (set, and not "0").
 bool wgmma_disabled_by_env();
+// The core a spec with a tile runs on for `arch`, by family: "mma.sync", "wgmma" (the
+// cp.async-fed wgmma core), "wgmma-tma" (tile.cluster > 1) or "wgmma-halo" (tile.core halo);
+// kCoreFamilies lists them (apnn tune --core, the bench's core column).
+inline constexpr const char* kCoreFamilies[] = {"mma.sync", "wgmma", "wgmma-tma", "wgmma-halo"};
+std::string core_family(const KernelSpec& spec, const std::string& arch);
 // An APMM quantize chain on the wgmma core stages one code byte per output, bn columns of bm
 // + 16 rows (templates/epilogue.cuh, quantized_store), in its own region after the pipeline
 // (templates/apmm_sm90a.cuh); 0 for other chains.
