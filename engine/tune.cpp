@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "apnn/error.h"
 #include "apnn/reference.h"
@@ -104,7 +105,11 @@ struct Sweep {
   }
 };
 
-TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, unsigned threads,
+bool on_cores(const KernelSpec& spec, const Tile& t, const std::string& arch, const std::vector<std::string>& cores) {
+  return cores.empty() || std::find(cores.begin(), cores.end(), rules::core_family(with_tile(spec, t), arch)) != cores.end();
+}
+
+TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, const TuneOptions& options,
                 const TuneProgress& progress, const ExpectedOutput& want, LayerBuffers& out0, int sets,
                 const Launch& launch) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -113,11 +118,17 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
   result.key = make_tune_key(spec, target.arch, target.device, problem.shape).str();
   std::vector<TuneCandidate> cands;
   for (const Tile& t : legal_tiles(spec, target.arch, target.max_smem))  // halo tiles where the shape fits them
-    if (!t.halo || halo_problem_error(with_tile(spec, t), problem, target).empty()) cands.push_back(TuneCandidate{t});
+    if ((!t.halo || halo_problem_error(with_tile(spec, t), problem, target).empty()) &&
+        on_cores(spec, t, target.arch, options.cores))
+      cands.push_back(TuneCandidate{t});
+  if (cands.empty())
+    throw Error(ErrorKind::InvalidInput,
+                fmt::format("--core {}: no legal tile of this spec runs there for this shape on {}",
+                            fmt::join(options.cores, ","), target.arch));
   result.heuristic_tile = untuned_tile(spec, problem, target);
   const bool untuned_listed = std::any_of(cands.begin(), cands.end(), [&](const TuneCandidate& c) { return c.tile == result.heuristic_tile; });
   if (!untuned_listed) cands.push_back(TuneCandidate{result.heuristic_tile});
-  compile_all(engine, spec, cands, target.arch, threads, progress);
+  compile_all(engine, spec, cands, target.arch, options.threads, progress);
 
   Sweep sweep{engine, spec, want, out0, sets, launch};
   double best = 0;
@@ -171,8 +182,14 @@ TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, 
   if (!untuned_listed)  // timed for the comparison only: not a legal_tiles candidate
     cands.erase(std::find_if(cands.begin(), cands.end(), [&](const TuneCandidate& c) { return c.tile == result.heuristic_tile; }));
   result.ranked = std::move(cands);
-  TuningDb(TuningDb::default_path())
-      .record(make_tune_key(spec, target.arch, target.device, problem.shape), {result.ranked.front().tile, result.ranked.front().us});
+  if (result.ranked.empty() || !result.ranked.front().exact)  // only the untuned tile ran (off the listed cores)
+    throw Error(ErrorKind::Driver, "no candidate tile on the listed cores ran: nothing recorded");
+  // A winner slower than the untuned tile (one off the listed cores) would slow every later
+  // request without a tile: not recorded.
+  result.recorded = result.heuristic_us == 0 || result.ranked.front().us <= result.heuristic_us;
+  if (result.recorded)
+    TuningDb(TuningDb::default_path())
+        .record(make_tune_key(spec, target.arch, target.device, problem.shape), {result.ranked.front().tile, result.ranked.front().us});
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }
@@ -210,7 +227,7 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
 }
 
 nlohmann::json TuneResult::to_json(size_t top) const {
-  nlohmann::json j = {{"key", key}, {"seconds", seconds}, {"candidates", ranked.size()},
+  nlohmann::json j = {{"key", key}, {"seconds", seconds}, {"candidates", ranked.size()}, {"recorded", recorded},
                       {"heuristic", {{"tile", tile_to_json(heuristic_tile)}, {"us", heuristic_us}}}};
   if (!heuristic_error.empty()) j["heuristic"]["error"] = heuristic_error;
   j["top"] = nlohmann::json::array();
@@ -222,8 +239,16 @@ nlohmann::json TuneResult::to_json(size_t top) const {
   return j;
 }
 
-TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, unsigned threads,
+void check_core_names(const std::vector<std::string>& cores) {
+  for (const std::string& c : cores)
+    if (std::find(std::begin(rules::kCoreFamilies), std::end(rules::kCoreFamilies), c) == std::end(rules::kCoreFamilies))
+      throw Error(ErrorKind::InvalidInput,
+                  fmt::format("--core: unknown core '{}' (one of {})", c, fmt::join(rules::kCoreFamilies, ", ")));
+}
+
+TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, const TuneOptions& options,
                      const TuneProgress& progress) {
+  check_core_names(options.cores);
   check_apmm_shape(spec, shape);
   // The packed layout does not depend on the tile: the sets are packed with any module.
   ApmmRunner packer(engine.kernel(with_tile(spec, rules::default_tile(spec))));
@@ -234,12 +259,13 @@ TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& sh
   const EpilogueParams params = verify_params(spec.epilogue, y_ref, dims, 13);
   const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, dims);
   const EpilogueDevice ep(spec.epilogue, params, shape.M);
-  return tune(engine, spec, apmm_problem(shape), threads, progress, want, in.y[0], in.sets(),
+  return tune(engine, spec, apmm_problem(shape), options, progress, want, in.y[0], in.sets(),
               [&](const std::shared_ptr<Kernel>& k, int set) { ApmmRunner(k).gemm(in.w[set], in.x[set], ep, in.y[set]); });
 }
 
-TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, unsigned threads,
+TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, const TuneOptions& options,
                        const TuneProgress& progress) {
+  check_core_names(options.cores);
   const ConvGeometry g = conv_geometry(spec, shape);
   ConvRunner packer(engine.kernel(with_tile(spec, rules::default_tile(spec))));
   ConvInputSets in(packer, spec, g, 0, 11);
@@ -249,7 +275,7 @@ TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& 
   const EpilogueParams params = verify_params(spec.epilogue, y_ref, out, 13);
   const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, out);
   const EpilogueDevice ep(spec.epilogue, params, g.O);
-  return tune(engine, spec, conv_problem(spec, shape), threads, progress, want, in.y[0], in.sets(),
+  return tune(engine, spec, conv_problem(spec, shape), options, progress, want, in.y[0], in.sets(),
               [&](const std::shared_ptr<Kernel>& k, int set) {
                 ConvRunner(k).conv(in.w[set], in.x[set], g, ep, in.y[set]);
               });

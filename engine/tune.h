@@ -20,8 +20,17 @@ struct TuneCandidate {
   std::string error{};  // why it failed, if it did
 };
 
+// What a sweep covers: `threads` parallel NVRTC compiles, and the candidates on the listed
+// core families only (rules::kCoreFamilies; empty: every core). The untuned tile is timed
+// for the comparison wherever it runs.
+struct TuneOptions {
+  unsigned threads = 1;
+  std::vector<std::string> cores{};
+};
+
 struct TuneResult {
   std::string key;                      // the tuning database key
+  bool recorded = false;                // the winner went into the database: it is no slower than the untuned tile
   std::vector<TuneCandidate> ranked;    // finalists by their medians, then the sweep's order, then failures
   double heuristic_us = 0;              // the untuned choice, a finalist; 0 if it failed
   std::string heuristic_error;          // why it failed, if it did
@@ -37,9 +46,13 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
 
 // progress(done, total, phase) is called from the calling thread only.
 using TuneProgress = std::function<void(size_t, size_t, const char*)>;
-TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, unsigned threads,
+// Error(InvalidInput) for a core name outside rules::kCoreFamilies (before any GPU work) or
+// when no legal tile of the spec runs on the listed cores for this shape.
+TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, const TuneOptions& options,
                      const TuneProgress& progress);
-TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, unsigned threads,
+TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, const TuneOptions& options,
                        const TuneProgress& progress);
+// The names of `cores` checked against rules::kCoreFamilies: Error(InvalidInput) naming the first unknown one.
+void check_core_names(const std::vector<std::string>& cores);
 
 }  // namespace apnn

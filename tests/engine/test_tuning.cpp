@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 #include <vector>
 
+#include "apnn/error.h"
 #include "apnn/tuning.h"
 #include "engine/tile_choice.h"
 #include "engine/tune.h"
@@ -601,4 +603,37 @@ TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's t
       CHECK(rules::check_kernel_tile(t, s).empty());
       CHECK(rules::launch_shared_bytes(s, tiles == &h100 ? "sm_90a" : "sm_80") <= limit);
     }
+}
+
+TEST_CASE("core_family names each legal tile's core; tune's --core names are checked against them") {
+  const int limit = 227 * 1024;
+  const KernelSpec conv = parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
+  std::map<std::string, int> seen;
+  for (const KernelSpec& base : {w1a2(), conv})
+    for (const Tile& t : legal_tiles(base, "sm_90a", limit)) {
+      KernelSpec s = base;
+      s.tile = t;
+      const std::string family = rules::core_family(s, "sm_90a");
+      INFO(canonical_json(s), " on ", family);
+      ++seen[family];
+      CHECK((family == "wgmma-halo") == t.halo);
+      CHECK((family == "wgmma-tma") == (t.cluster > 1));
+      CHECK((family == "mma.sync") == !rules::use_wgmma(s, "sm_90a"));
+      CHECK(rules::core_family(s, "sm_80") == "mma.sync");
+    }
+  for (const char* family : rules::kCoreFamilies) CHECK(seen[family] > 0);
+  CHECK(seen.size() == std::size(rules::kCoreFamilies));
+  CHECK_NOTHROW(check_core_names({}));
+  CHECK_NOTHROW(check_core_names({"mma.sync", "wgmma", "wgmma-tma", "wgmma-halo"}));
+  for (const char* bad : {"tma", "WGMMA", "", "wgmma-tma2"}) {
+    INFO(bad);
+    try {
+      check_core_names({"wgmma", bad});
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::InvalidInput);
+      CHECK(std::string(e.what()).find(fmt::format("'{}'", bad)) != std::string::npos);
+    }
+  }
 }
