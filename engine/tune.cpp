@@ -105,30 +105,33 @@ struct Sweep {
   }
 };
 
-bool on_cores(const KernelSpec& spec, const Tile& t, const std::string& arch, const std::vector<std::string>& cores) {
-  return cores.empty() || std::find(cores.begin(), cores.end(), rules::core_family(with_tile(spec, t), arch)) != cores.end();
+// The sweep's tiles: the legal ones (halo tiles where the shape fits them) on the listed
+// cores; listed before the CPU reference, so that a filter leaving none fails at once.
+std::vector<TuneCandidate> candidates(const KernelSpec& spec, const Problem& problem, const Target& target,
+                                      const std::vector<std::string>& cores) {
+  std::vector<TuneCandidate> cands;
+  for (const Tile& t : legal_tiles(spec, target.arch, target.max_smem)) {
+    const KernelSpec k = with_tile(spec, t);
+    if (t.halo && !halo_problem_error(k, problem, target).empty()) continue;
+    if (cores.empty() || std::find(cores.begin(), cores.end(), rules::core_family(k, target.arch)) != cores.end())
+      cands.push_back(TuneCandidate{t});
+  }
+  if (cands.empty())
+    throw Error(ErrorKind::InvalidInput, fmt::format("--core {}: no legal tile of this spec runs there for this shape on {}",
+                                                     fmt::join(cores, ","), target.arch));
+  return cands;
 }
 
-TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, const TuneOptions& options,
-                const TuneProgress& progress, const ExpectedOutput& want, LayerBuffers& out0, int sets,
-                const Launch& launch) {
+TuneResult tune(Engine& engine, const KernelSpec& spec, const Problem& problem, const Target& target,
+                std::vector<TuneCandidate> cands, unsigned threads, const TuneProgress& progress,
+                const ExpectedOutput& want, LayerBuffers& out0, int sets, const Launch& launch) {
   const auto t0 = std::chrono::steady_clock::now();
-  const Target target = current_target();
   TuneResult result;
   result.key = make_tune_key(spec, target.arch, target.device, problem.shape).str();
-  std::vector<TuneCandidate> cands;
-  for (const Tile& t : legal_tiles(spec, target.arch, target.max_smem))  // halo tiles where the shape fits them
-    if ((!t.halo || halo_problem_error(with_tile(spec, t), problem, target).empty()) &&
-        on_cores(spec, t, target.arch, options.cores))
-      cands.push_back(TuneCandidate{t});
-  if (cands.empty())
-    throw Error(ErrorKind::InvalidInput,
-                fmt::format("--core {}: no legal tile of this spec runs there for this shape on {}",
-                            fmt::join(options.cores, ","), target.arch));
   result.heuristic_tile = untuned_tile(spec, problem, target);
   const bool untuned_listed = std::any_of(cands.begin(), cands.end(), [&](const TuneCandidate& c) { return c.tile == result.heuristic_tile; });
   if (!untuned_listed) cands.push_back(TuneCandidate{result.heuristic_tile});
-  compile_all(engine, spec, cands, target.arch, options.threads, progress);
+  compile_all(engine, spec, cands, target.arch, threads, progress);
 
   Sweep sweep{engine, spec, want, out0, sets, launch};
   double best = 0;
@@ -250,6 +253,9 @@ TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& sh
                      const TuneProgress& progress) {
   check_core_names(options.cores);
   check_apmm_shape(spec, shape);
+  const Target target = current_target();
+  const Problem problem = apmm_problem(shape);
+  std::vector<TuneCandidate> cands = candidates(spec, problem, target, options.cores);
   // The packed layout does not depend on the tile: the sets are packed with any module.
   ApmmRunner packer(engine.kernel(with_tile(spec, rules::default_tile(spec))));
   ApmmInputSets in(packer, spec, shape, 0, 11);
@@ -259,7 +265,7 @@ TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& sh
   const EpilogueParams params = verify_params(spec.epilogue, y_ref, dims, 13);
   const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, dims);
   const EpilogueDevice ep(spec.epilogue, params, shape.M);
-  return tune(engine, spec, apmm_problem(shape), options, progress, want, in.y[0], in.sets(),
+  return tune(engine, spec, problem, target, std::move(cands), options.threads, progress, want, in.y[0], in.sets(),
               [&](const std::shared_ptr<Kernel>& k, int set) { ApmmRunner(k).gemm(in.w[set], in.x[set], ep, in.y[set]); });
 }
 
@@ -267,6 +273,9 @@ TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& 
                        const TuneProgress& progress) {
   check_core_names(options.cores);
   const ConvGeometry g = conv_geometry(spec, shape);
+  const Target target = current_target();
+  const Problem problem = conv_problem(spec, shape);
+  std::vector<TuneCandidate> cands = candidates(spec, problem, target, options.cores);
   ConvRunner packer(engine.kernel(with_tile(spec, rules::default_tile(spec))));
   ConvInputSets in(packer, spec, g, 0, 11);
   const size_t wn = static_cast<size_t>(g.O * g.C * g.kh * g.kw), xn = static_cast<size_t>(g.N * g.C * g.H * g.W);
@@ -275,7 +284,7 @@ TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& 
   const EpilogueParams params = verify_params(spec.epilogue, y_ref, out, 13);
   const ExpectedOutput want = expected_output(spec.epilogue, params, y_ref, out);
   const EpilogueDevice ep(spec.epilogue, params, g.O);
-  return tune(engine, spec, conv_problem(spec, shape), options, progress, want, in.y[0], in.sets(),
+  return tune(engine, spec, problem, target, std::move(cands), options.threads, progress, want, in.y[0], in.sets(),
               [&](const std::shared_ptr<Kernel>& k, int set) {
                 ConvRunner(k).conv(in.w[set], in.x[set], g, ep, in.y[set]);
               });
