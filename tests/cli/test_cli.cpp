@@ -135,6 +135,13 @@ bool driver_loadable() {
   return h != nullptr;
 }
 
+// A GPU case's run that found the driver but no device (exit 3): reported as a skip.
+bool skipped_without_device(const Result& r) {
+  if (r.code != 3) return false;
+  MESSAGE("SKIP: the driver loads but reports no device: " << r.err);
+  return true;
+}
+
 }  // namespace
 
 TEST_CASE("cli: npy helper writes numpy's v1.0 layout") {
@@ -554,10 +561,7 @@ TEST_CASE("cli: on a GPU, verify --timeline writes each timed launch's block pha
   const std::string file = sb.path("tl.json").string();
   // 3 x 4 tiles of 128x64 (a partial one in each direction) and 5 K steps of 1024 bits.
   const Result r = sb.run({"verify", tma, "--m", "300", "--n", "200", "--k", "4100", "--timeline", file, "--json"});
-  if (r.code == 3) {
-    MESSAGE("SKIP: the driver loads but reports no device: " << r.err);
-    return;
-  }
+  if (skipped_without_device(r)) return;
   INFO(describe({"verify --timeline"}, r));
   REQUIRE(r.code == 0);
   CHECK(json::parse(r.out).at("mismatches") == 0);
@@ -604,10 +608,7 @@ TEST_CASE("cli: on a GPU, tune --core sweeps only that core's tiles and records 
       "conv.json", R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"pad":[1,1]})");
   const Result r = sb.run({"tune", spec, "--batch", "4", "--in-channels", "128", "--height", "14", "--width", "14",
                            "--out-channels", "128", "--core", "wgmma-halo", "--top", "1000", "--json"});
-  if (r.code == 3) {
-    MESSAGE("SKIP: the driver loads but reports no device: " << r.err);
-    return;
-  }
+  if (skipped_without_device(r)) return;
   if (r.code == 2 && contains(r.err, "no legal tile")) {  // off sm_90a: no halo core, one line naming it
     MESSAGE("SKIP: " << r.err);
     return;
