@@ -49,12 +49,13 @@ void add_tune(CLI::App& app, Action* action) {
   auto as_json = std::make_shared<bool>(false);
   cmd->add_option("spec", *spec_path, "kernel spec (JSON file); its tile, if any, is ignored")->required();
   cmd->add_option("--threads", options->threads, "parallel NVRTC compiles (default: the cores)")->check(CLI::Range(1u, 1024u));
-  // A large shape's every-tile sweep takes long (w1a1 8192^3 on an H100: 1905 candidates, about
-  // 100 s of compiles and 0.15 s a candidate's check and timing): the cores narrow it.
+  // A large shape's every-tile sweep takes long (w1a1 8192^3 on an H100: 1905 candidates, not
+  // done after 270 s, about 100 of them compiling): the cores narrow it.
   cmd->add_option("--core", options->cores,
                   "sweep only the tiles on these cores (mma.sync, wgmma, wgmma-tma, wgmma-halo; repeat or comma-separate; "
                   "the untuned tile is timed for the comparison wherever it runs)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);  // one word an occurrence: a list would swallow the positional spec after it
   cmd->add_option("--top", *top, "configurations to print (default 5)");
   cmd->add_flag("--json", *as_json, "print the result as one JSON line");
   cmd->callback([=] {
@@ -74,15 +75,15 @@ void add_tune(CLI::App& app, Action* action) {
       for (size_t i = 0; i < std::min(*top, r.ranked.size()); ++i)
         std::printf("  %zu. %s  %8.2f us%s\n", i + 1, tile_text(r.ranked[i].tile).c_str(), r.ranked[i].us,
                     r.ranked[i].finalist ? "  (final rounds)" : "");
-      if (r.heuristic_us > 0 && r.recorded)
-        std::printf("  untuned:  %s  %8.2f us (the winner, recorded, is %.2fx faster)\n", tile_text(r.heuristic_tile).c_str(),
+      if (r.heuristic_us > 0)
+        std::printf("  untuned:  %s  %8.2f us (the winner is %.2fx faster)\n", tile_text(r.heuristic_tile).c_str(),
                     r.heuristic_us, r.heuristic_us / r.ranked.front().us);
-      else if (r.heuristic_us > 0)
-        std::printf("  untuned:  %s  %8.2f us, faster than every tile on the listed cores: nothing recorded\n",
-                    tile_text(r.heuristic_tile).c_str(), r.heuristic_us);
       else
-        std::printf("  untuned:  %s  failed: %s (the winner is recorded)\n", tile_text(r.heuristic_tile).c_str(),
-                    r.heuristic_error.c_str());
+        std::printf("  untuned:  %s  failed: %s\n", tile_text(r.heuristic_tile).c_str(), r.heuristic_error.c_str());
+      if (r.prior_tile)
+        std::printf("  recorded before:  %s  %8.2f us\n", tile_text(*r.prior_tile).c_str(), r.prior_us);
+      std::printf(r.recorded ? "  the winner is recorded\n"
+                             : "  nothing recorded: the winner is slower than the untuned or the recorded tile\n");
       return 0;
     };
   });

@@ -3,12 +3,14 @@
 // winner recorded in the tuning database (include/apnn/tuning.h).
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "apnn/engine.h"
+#include "engine/tile_choice.h"
 
 namespace apnn {
 
@@ -30,11 +32,14 @@ struct TuneOptions {
 
 struct TuneResult {
   std::string key;                      // the tuning database key
-  bool recorded = false;                // the winner went into the database: it is no slower than the untuned tile
+  bool recorded = false;                // the winner went into the database: no slower than the untuned tile
+                                        // and than the tile the database held (prior_tile)
   std::vector<TuneCandidate> ranked;    // finalists by their medians, then the sweep's order, then failures
   double heuristic_us = 0;              // the untuned choice, a finalist; 0 if it failed
   std::string heuristic_error;          // why it failed, if it did
   Tile heuristic_tile;
+  std::optional<Tile> prior_tile;       // the database's tile for the key before this sweep, timed in its final rounds
+  double prior_us = 0;                  // its median there; 0 if it failed or there was none
   double seconds = 0;
   nlohmann::json to_json(size_t top) const;
 };
@@ -43,6 +48,13 @@ struct TuneResult {
 // device's shared memory; on sm_90a also the TMA core's (tile.cluster 2, 4, 8) and, for a
 // plain 3x3 pad-1 conv of stride 1 or 2, the halo core's.
 std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, int max_smem);
+
+// The tiles a sweep of `problem` on `target` times: the legal ones (halo tiles where the
+// shape fits them) on the listed core families (empty: all), listed before the CPU
+// reference so that a filter leaving none fails at once: Error(InvalidInput) then, naming
+// the cores and the arch, and for an unknown core name.
+std::vector<Tile> tune_candidates(const KernelSpec& spec, const Problem& problem, const Target& target,
+                                  const std::vector<std::string>& cores);
 
 // progress(done, total, phase) is called from the calling thread only.
 using TuneProgress = std::function<void(size_t, size_t, const char*)>;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <thread>
 #include <vector>
@@ -174,7 +175,8 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   deep.stages = 4;
   for (const ApmmShape& shape : {ApmmShape{4000, 4096, 8192}, ApmmShape{1024, 8192, 8192}})
     CHECK(*resolve_tile(w1a2(), apmm_problem(shape), target).tile == deep);
-  // ... and at any K with an int16 output, whose whole tile (32 KB) fits beside 4 stages.
+  // ... and with an int16 output, whose whole tile (32 KB) fits beside 4 stages, at K over one
+  // 1024-bit stage (at one stage the narrow tile below).
   KernelSpec w1a2_i16 = w1a2();
   w1a2_i16.epilogue.int16_out = true;
   CHECK(rules::tma_output_staging_bytes(deep, w1a2().w, w1a2().x, 2) == 128 * 128 * 2);
@@ -636,4 +638,35 @@ TEST_CASE("core_family names each legal tile's core; tune's --core names are che
       CHECK(std::string(e.what()).find(fmt::format("'{}'", bad)) != std::string::npos);
     }
   }
+}
+
+TEST_CASE("tune_candidates: the legal tiles on the listed cores, or one error naming the cores and the arch") {
+  const Target h100 = nominal_target("sm_90a");
+  const Problem p = apmm_problem({1000, 4096, 4096});
+  const std::vector<Tile> all = tune_candidates(w1a2(), p, h100, {});
+  CHECK(all == legal_tiles(w1a2(), "sm_90a", h100.max_smem));  // an APMM: no halo tiles to fit
+  const std::vector<Tile> tma = tune_candidates(w1a2(), p, h100, {"wgmma-tma"});
+  CHECK_FALSE(tma.empty());
+  for (const Tile& t : tma) CHECK(t.cluster > 1);
+  const std::vector<Tile> rest = tune_candidates(w1a2(), p, h100, {"mma.sync", "wgmma"});
+  CHECK(rest.size() + tma.size() == all.size());
+  for (const Tile& t : rest) CHECK(t.cluster == 1);
+  auto error_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::InvalidInput);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // An APMM has no halo tiles; sm_80 no TMA core; an unknown name is named.
+  const std::string halo = error_of([&] { tune_candidates(w1a2(), p, h100, {"wgmma-halo"}); });
+  CHECK(halo.find("--core wgmma-halo") != std::string::npos);
+  CHECK(halo.find("sm_90a") != std::string::npos);
+  const std::string a100 = error_of([&] { tune_candidates(w1a2(), p, nominal_target("sm_80"), {"wgmma-tma", "wgmma"}); });
+  CHECK(a100.find("--core wgmma-tma,wgmma") != std::string::npos);
+  CHECK(a100.find("sm_80") != std::string::npos);
+  CHECK(error_of([&] { tune_candidates(w1a2(), p, h100, {"tma"}); }).find("'tma'") != std::string::npos);
+  CHECK_FALSE(tune_candidates(w1a2(), p, nominal_target("sm_80"), {"mma.sync"}).empty());
 }
