@@ -38,9 +38,9 @@ void run_gemm_section(Section& s, const Plan& plan) {
       spec.w = p.w;
       spec.x = p.x;
       spec.epilogue.int16_out = p.int16_out;
-      if (c.shape.K > apmm_max_k(spec)) {  // an int16 row only where K keeps |y| within int16
+      if (const int64_t kmax = apmm_max_k(spec); c.shape.K > kmax) {  // an int16 row only where K keeps |y| within int16
         std::fprintf(stderr, "gemm %-16s %-14s skipped: K=%lld past the int16 output's %lld\n", c.label.c_str(),
-                     p.name().c_str(), static_cast<long long>(c.shape.K), static_cast<long long>(apmm_max_k(spec)));
+                     p.name().c_str(), static_cast<long long>(c.shape.K), static_cast<long long>(kmax));
         continue;
       }
       TileSource from;

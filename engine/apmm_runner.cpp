@@ -22,7 +22,7 @@ constexpr int64_t kMaxDim = (int64_t{1} << 31) - 256;
 }  // namespace
 
 int64_t apmm_max_k(const KernelSpec& spec) {
-  return std::min(kMaxDim, rules::output_limit(spec)) / rules::largest_product(spec);
+  return std::min(kMaxDim / rules::largest_product(spec), rules::max_reduction(spec));
 }
 
 void check_apmm_shape(const KernelSpec& spec, const ApmmShape& s) {
@@ -36,7 +36,7 @@ void check_apmm_shape(const KernelSpec& spec, const ApmmShape& s) {
   if (const int64_t kmax = apmm_max_k(spec); s.K > kmax)
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: K={} can overflow the {} output for {} x {} (|y| up to {}); "
                                                      "K must be <= {}",
-                                                     s.K, spec.epilogue.int16_out ? "int16" : "int32", spec.w.describe(),
+                                                     s.K, rules::output_element_name(spec), spec.w.describe(),
                                                      spec.x.describe(), s.K * rules::largest_product(spec), kmax));
 }
 

@@ -82,7 +82,7 @@ ConvGeometry conv_geometry(const KernelSpec& spec, const ConvShape& s) {
   if (K > kmax)
     throw Error(ErrorKind::InvalidInput, fmt::format("shape: in-channels*kernel = {} can overflow the {} output for {} x {}; "
                                                      "it must be <= {}",
-                                                     K, spec.epilogue.int16_out ? "int16" : "int32", spec.w.describe(),
+                                                     K, rules::output_element_name(spec), spec.w.describe(),
                                                      spec.x.describe(), kmax));
   return g;
 }

@@ -286,8 +286,7 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         // 8192x2048x2048 25.08 / 25.10 against 25.67 / 25.54, 1024x2048x2048 6.71 / 6.71 against
         // 6.70 / 6.78. Measured with pm1 weights; the other formats of this 128x128 tile (two
         // plane pairs: unsigned or signed w1a2, w2a1) take the rule unmeasured.
-        const bool whole_beside_4 = rules::tma_output_staging_bytes(c2, s.w, s.x, rules::output_element_bytes(s)) ==
-                                    c2.bm * c2.bn * rules::output_element_bytes(s);
+        const bool whole_beside_4 = rules::tma_output_staged_whole(c2, s.w, s.x, rules::output_element_bytes(s));
         if (c2.bn == 128) {
           if (p.K_bits <= 1024 && fits(s, narrow, t)) return narrow;
           if ((p.K_bits > 4096 || whole_beside_4) && fits(s, c2, t)) return c2;

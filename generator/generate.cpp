@@ -189,7 +189,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("core", core), fmt::arg("cluster", t.cluster),
       fmt::arg("cluster_m", cshape.m), fmt::arg("cluster_n", cshape.n),
       fmt::arg("output_staging", output_staging),
-      fmt::arg("staging_whole", output_staging == t.bm * t.bn * out_bytes ? "true" : "false"),
+      fmt::arg("staging_whole", rules::tma_output_staged_whole(t, spec.w, spec.x, out_bytes) ? "true" : "false"),
       fmt::arg("producer_warps", rules::tma_producer_warps(t, spec.w, spec.x)),
       fmt::arg("launch_smem", tma ? rules::core_shared_bytes(spec, true) : 0),
       fmt::arg("threads_core", tma ? "GemmSm90aTma" : (t.halo ? "ConvSm90aHalo" : "GemmSm80")), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),

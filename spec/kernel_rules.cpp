@@ -391,6 +391,8 @@ int64_t tma_patches(const Tile& t, const OperandFormat& w, const OperandFormat& 
 
 int output_element_bytes(const KernelSpec& spec) { return spec.epilogue.int16_out ? 2 : 4; }
 
+const char* output_element_name(const KernelSpec& spec) { return spec.epilogue.int16_out ? "int16" : "int32"; }
+
 int64_t largest_product(const KernelSpec& spec) {
   const int64_t wmax = std::max(std::llabs(spec.w.min_value()), std::llabs(spec.w.max_value()));
   const int64_t xmax = std::max(std::llabs(spec.x.min_value()), std::llabs(spec.x.max_value()));
@@ -405,7 +407,7 @@ std::string output_error(const KernelSpec& spec) {
   if (!spec.epilogue.int16_out) return {};
   if (!spec.epilogue.empty())
     return "field 'output' \"int16\" needs a spec without an epilogue chain (a chain sets its own output)";
-  if (const int64_t p = largest_product(spec); p > 32767)
+  if (const int64_t p = largest_product(spec); p > output_limit(spec))
     return fmt::format("field 'output' \"int16\" cannot hold one product of {} x {} (|w*x| up to {})", spec.w.describe(),
                        spec.x.describe(), p);
   return {};
@@ -418,6 +420,10 @@ int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const Operan
   const int whole = t.bm * t.bn * out_bytes;
   const int boxes = t.warps_m * t.warps_n / 4 * 2 * kTmaStagingBoxBytes;
   return fits(whole) ? whole : (fits(boxes) ? boxes : 0);
+}
+
+bool tma_output_staged_whole(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes) {
+  return tma_output_staging_bytes(t, w, x, out_bytes) == t.bm * t.bn * out_bytes;
 }
 
 int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes) {

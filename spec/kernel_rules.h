@@ -190,10 +190,14 @@ int64_t tma_patches(const Tile& t, const OperandFormat& w, const OperandFormat& 
 // cp.async core).
 int tma_output_staging_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes = 4);
 inline constexpr int kTmaStagingBoxBytes = 64 * 128;  // one bulk store: 64 rows of 128 bytes (32 int32, 64 int16)
+// Whether that staging is the whole tile (store_tile_staged) rather than two boxes a warpgroup.
+bool tma_output_staged_whole(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes);
 // Pipeline, output staging and barriers.
 int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes = 4);
-// The bytes of an element of the spec's plain output: 2 for "output": "int16", else 4.
+// The bytes of an element of the spec's plain output: 2 for "output": "int16", else 4; and
+// its name ("int16", "int32") for messages.
 int output_element_bytes(const KernelSpec& spec);
+const char* output_element_name(const KernelSpec& spec);
 // The largest |w*x| of the spec's operand formats, and the largest |y| its plain output holds
 // (32767 for int16, 2^31 - 1 for int32): a reduction over more than limit / product terms
 // could leave the output's type, so the launch refuses it.
