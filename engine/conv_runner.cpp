@@ -34,8 +34,8 @@ static_assert(sizeof(rules::HaloGeometry) == 20, "pw, rows, row_tiles, box_rows,
 // k256 slices in the swizzle of that span, row_swizzle; one 16-byte chunk not swizzled).
 // W: {C/8 bytes, Kh*Kw positions, O, p}, boxes of a row x one position x 128 rows (rows past O
 // read zeros). X: {C/8 bytes, W, H, N*q planes}, boxes of a row x the grid's columns x the
-// box's rows, every `stride`-th pixel (element strides), from column -1 (padding reads zeros):
-// the wgmmas read it shifted by whole rows.
+// box's rows, every `stride`-th pixel (element strides), from column -1 (padding reads zeros;
+// column 0 for a 1x1 kernel): the wgmmas read it shifted by whole rows.
 // A box row's swizzle: the span of one row (64 or 32 bytes), none for 16.
 CUtensorMapSwizzle row_swizzle(int row_bytes) {
   return row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : row_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;
@@ -177,7 +177,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     if (std::string why = rules::halo_launch_error(s, g.C, g.O, g.Ho(), g.Wo(), dev.max_smem_optin, dev.sm_count);
         !why.empty())
       throw Error(ErrorKind::InvalidInput, why);
-    const rules::HaloGeometry geo = rules::halo_geometry(g.sh, g.Ho(), g.Wo(), t.bn);
+    const rules::HaloGeometry geo = rules::halo_geometry(s.conv, g.Ho(), g.Wo(), t.bn);
     const int64_t tiles = g.N * geo.row_tiles;
     const uint64_t cw_bytes = static_cast<uint64_t>(cw) * 4;
     const cuuint64_t wdims[4] = {cw_bytes, static_cast<cuuint64_t>(g.kh * g.kw), static_cast<cuuint64_t>(g.O),

@@ -176,7 +176,7 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // image's grid may still round to bn 16 below.
   if (c.bn < 32 || !rules::halo_kernel_error(c, s).empty()) return std::nullopt;
   const ConvGeometry g = problem_geometry(s, p);
-  const rules::HaloGeometry widest = rules::halo_geometry(s.conv.sh, g.Ho(), g.Wo(), c.bn);
+  const rules::HaloGeometry widest = rules::halo_geometry(s.conv, g.Ho(), g.Wo(), c.bn);
   if (widest.rows <= 0) return std::nullopt;
   const int64_t rows = (g.Ho() + widest.row_tiles - 1) / widest.row_tiles;
   c.bn = static_cast<int>((rows * widest.pw + 15) / 16 * 16);
@@ -186,13 +186,17 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // apnn verify, batch 128 (session 26 calls 3, 4, 8): n128-14x14x256 w1a2 (18 wgmmas) 4
   // stages 15.51-15.86 us against 2 stages' 16.04-16.33; with 36 (7x7x512 w1a2, w2a2 and
   // w1a4 at 14x14x256) and at stride 2 (four strided phase boxes a plane) 2 stages were
-  // 0.6-6% faster than 4.
-  const int64_t chunks = rules::halo_chunks(g.C);
-  const int64_t wgmmas = (chunks == 1 ? 5 : 9 * chunks / 2) * s.w.bits * s.x.bits;  // one chunk: five position pairs
+  // 0.6-6% faster than 4. A 1x1 kernel at stride 2 reads one phase box a plane: `apnn tune
+  // --core wgmma-halo` of ResNet-18's three shortcuts, w1a2 (session 33, call 1): 4 stages
+  // 13.25 us against 3 stages' 13.49 and 2 stages' 13.77 at 28x28x128-o256, 8.08 against
+  // 8.16 at 14x14x256-o512, 25.62 against 25.46 and 25.65 at 56x56x64-o128.
+  const int64_t chunks = rules::halo_chunks(g.C), positions = int64_t{s.conv.kh} * s.conv.kw;
+  // One chunk: the positions in pairs.
+  const int64_t wgmmas = (chunks == 1 ? (positions + 1) / 2 : positions * chunks / 2) * s.w.bits * s.x.bits;
   // Not where O <= 64, whose warpgroups take alternate tiles (a slot each at 2 stages):
   // n128-56x56x64 plain ran 48.6 us with 2 stages against 51.0-51.3 with 4 (bn+relu+q2
   // 48.1-48.4 against 47.5-48.1; session 28, call 9).
-  if (s.conv.sh == 1 && wgmmas < 36 && g.O > 64) {
+  if ((s.conv.sh == 1 || positions == 1) && wgmmas < 36 && g.O > 64) {
     c.stages = 4;
     if (!halo_problem_error(with_tile(s, c), p, t).empty()) c.stages = 2;
   }

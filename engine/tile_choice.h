@@ -37,7 +37,7 @@ const char* tile_source_name(TileSource s);  // "spec" | "tuned" | "untuned"
 // Tuned winner (database at TuningDb::default_path()) or heuristic, for `target`.
 KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& t, TileSource* source = nullptr);
 // What a request without a recorded winner gets (what `apnn tune` compares its winner with):
-// on sm_90a the halo core for the plain 3x3 convs it runs faster (untuned_halo_tile), the
+// on sm_90a the halo core for the 3x3 and 1x1 convs it runs faster (untuned_halo_tile), the
 // wgmma core's tile for a plain APMM where it fills half a wave and K >= 1024 bits; else the
 // paper's heuristic, adjusted on sm_90a where it lands on the wgmma core
 // (APMM with K < 1024: warps along N, on mma.sync; APConv: one warpgroup column for narrow
@@ -45,8 +45,8 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
 // deeper pipelines, or three blocks per SM where they fill the waves better).
 // engine/tile_choice.cpp says which measurements fitted these.
 Tile untuned_tile(const KernelSpec& spec, const Problem& p, const Target& t);
-// Its two parts: the halo core's tile (templates/conv_sm90a_halo.cuh) for a plain 3x3 pad-1
-// APConv of stride 1 or 2 on sm_90a, up to 4 plane pairs, whose size the core runs, whose
+// Its two parts: the halo core's tile (templates/conv_sm90a_halo.cuh) for a 3x3 pad-1 or 1x1
+// pad-0 APConv of stride 1 or 2 on sm_90a, up to 4 plane pairs, whose size the core runs, whose
 // accumulators allow bn 32, and whose tiles of an M tile number at least half the SMs it may
 // have (batch 32 and up on the bench's 7x7-14x14 layers); not while APNN_DISABLE_WGMMA is
 // set. Else (nullopt) the default cores' tile below.

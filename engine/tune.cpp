@@ -216,7 +216,7 @@ std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, i
                 if (keep(t)) out.push_back(t);
               }
             }
-  // The halo core's tiles (a plain 3x3 pad-1 conv of stride 1 or 2 on sm_90a; not while
+  // The halo core's tiles (a 3x3 pad-1 or 1x1 pad-0 conv of stride 1 or 2 on sm_90a; not while
   // APNN_DISABLE_WGMMA asks for mma.sync). tune() keeps those whose launch fits the shape.
   if (rules::wgmma_disabled_by_env()) return out;
   for (int bn = 16; bn <= 128; bn += 16)

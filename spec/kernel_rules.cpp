@@ -81,7 +81,10 @@ PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch)
   const PlaneGroups exact = plane_groups(spec.w, spec.x);
   if (!spec.tile || !use_wgmma(spec, arch)) return exact;
   const Tile& t = *spec.tile;
-  if (t.halo) return exact;  // its blocks are one an SM: nothing to gain from merged sets
+  // The halo core's blocks are one an SM: nothing to gain from merged sets. (For 1x1 kernels,
+  // whose combine was a quarter of the instructions, merged sets ran even with int32 output
+  // and 7-11% slower with int16: bench/NOTES.md, session 33 call 3.)
+  if (t.halo) return exact;
   if (spec.op == Op::Apmm) {
     if (wgmma_x_stack(t, spec.w, spec.x, exact) > 1) return exact;
     const PlaneGroups pairs = pair_groups(spec.w, spec.x);
@@ -477,9 +480,10 @@ std::string halo_kernel_error(const Tile& t, const KernelSpec& spec) {
   if (std::string why = halo_tile_error(t, spec.w, spec.x); !why.empty()) return why;
   const ConvParams& c = spec.conv;
   if (spec.op != Op::Apconv) return "tile.core \"halo\" is for op apconv only";
-  if (c.kh != 3 || c.kw != 3 || c.ph != 1 || c.pw != 1 || c.sh != c.sw || (c.sh != 1 && c.sh != 2))
-    return fmt::format("tile.core \"halo\" needs kernel [3, 3], pad [1, 1] and stride [1, 1] or [2, 2], got kernel [{}, {}], "
-                       "pad [{}, {}], stride [{}, {}]",
+  const bool k3 = c.kh == 3 && c.kw == 3 && c.ph == 1 && c.pw == 1, k1 = c.kh == 1 && c.kw == 1 && c.ph == 0 && c.pw == 0;
+  if (!(k3 || k1) || c.sh != c.sw || (c.sh != 1 && c.sh != 2))
+    return fmt::format("tile.core \"halo\" needs kernel [3, 3] with pad [1, 1] or kernel [1, 1] with pad [0, 0], and stride "
+                       "[1, 1] or [2, 2], got kernel [{}, {}], pad [{}, {}], stride [{}, {}]",
                        c.kh, c.kw, c.ph, c.pw, c.sh, c.sw);
   if (spec.epilogue.pool())
     return "tile.core \"halo\" takes chains without a pool (its readout is per output pixel): epilogue has a pool";
@@ -488,13 +492,14 @@ std::string halo_kernel_error(const Tile& t, const KernelSpec& spec) {
   return {};
 }
 
-HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn) {
+HaloGeometry halo_geometry(const ConvParams& c, int64_t Ho, int64_t Wo, int bn) {
   HaloGeometry g;
-  g.pw = static_cast<int>(std::min<int64_t>(Wo + (stride == 1 ? 2 : 1), 1 << 20));
+  const int halo = c.kh == 1 ? 0 : (c.sh == 1 ? 2 : 1);  // a 1x1 kernel reads no neighbours
+  g.pw = static_cast<int>(std::min<int64_t>(Wo + halo, 1 << 20));
   g.rows = static_cast<int>(std::min<int64_t>(Ho, bn / g.pw));
   if (g.rows <= 0) return g;
   g.row_tiles = static_cast<int>((Ho + g.rows - 1) / g.rows);
-  g.box_rows = stride == 1 ? g.rows + 2 : g.rows + 1;
+  g.box_rows = g.rows + halo;
   g.slot_bytes = (g.box_rows * g.pw * 16 + 127) / 128 * 128;
   return g;
 }
@@ -502,11 +507,12 @@ HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn) {
 namespace {
 
 int64_t halo_m_tiles(int64_t O) { return (O + 127) / 128; }  // a block keeps one M tile of 128 channels
-// The resident W: p planes x 9 positions x chunks/2 k256 slices x 128 rows x 32 bytes.
-// One chunk (C <= 128): a box of 128 16-byte rows a position and plane, and one of zero weights.
+// The resident W: p planes x the kernel's positions x chunks/2 k256 slices x 128 rows x 32
+// bytes. One chunk (C <= 128): a box of 128 16-byte rows a position and plane, and one of zero
+// weights.
 int64_t halo_w_bytes(const KernelSpec& spec, int64_t C) {
-  const int64_t chunks = halo_chunks(C);
-  return chunks == 1 ? (spec.w.bits * 9 + 1) * 128 * 16 : spec.w.bits * 9 * (chunks / 2) * 128 * 32;
+  const int64_t chunks = halo_chunks(C), positions = int64_t{spec.conv.kh} * spec.conv.kw;
+  return chunks == 1 ? (spec.w.bits * positions + 1) * 128 * 16 : spec.w.bits * positions * (chunks / 2) * 128 * 32;
 }
 
 }  // namespace
@@ -519,7 +525,7 @@ int64_t halo_grid(int64_t O, int64_t tiles, int sm_count) {
 
 int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo) {
   const Tile& t = *spec.tile;
-  const int64_t chunks = halo_chunks(C), phases = spec.conv.sh == 1 ? 1 : 4;
+  const int64_t chunks = halo_chunks(C), phases = spec.conv.sh == 1 || spec.conv.kh == 1 ? 1 : 4;
   const int64_t pitch = t.bn + (8 - t.bn % 32 + 32) % 32;  // conv_sm90a_halo.cuh's kStgPitch
   return 1024 + halo_w_bytes(spec, C) + t.stages * spec.x.bits * phases * chunks * geo.slot_bytes + 2 * 64 * pitch * 4 +
          (2 * t.stages + 1) * 8;
@@ -538,7 +544,7 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int6
                        "to 128, 129-256, 385-512 or 641-768 (one chunk a kernel position, or whole k256 slices; W in shared "
                        "memory)",
                        C, chunks);
-  const HaloGeometry g = halo_geometry(spec.conv.sh, Ho, Wo, t.bn);
+  const HaloGeometry g = halo_geometry(spec.conv, Ho, Wo, t.bn);
   if (g.rows <= 0 || g.pw * spec.conv.sh > 256)
     return fmt::format("shape: a {}-wide output needs grid rows of {} columns, which tile.core \"halo\" with bn {} cannot hold "
                        "(a row at most bn columns, a box at most 256 per side)",

@@ -218,8 +218,8 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec);
 // --- The halo core of APConv (templates/conv_sm90a_halo.cuh), tiles with "core": "halo" ---
 // bm 128 (two consumer warpgroups, warps 8x1, and a producer warpgroup: 384 threads), bn the
 // wgmma's N (a multiple of 16 up to 128: the tile's grid of rows x pw columns fits it), bk
-// 256 (one k256 slice a wgmma), stages 2..8 (tiles in flight), cluster 1; 3x3 kernels, pad 1,
-// stride 1 or 2, chains without a pool, sm_90a. C pads to one 128-channel chunk a pixel or
+// 256 (one k256 slice a wgmma), stages 2..8 (tiles in flight), cluster 1; 3x3 kernels with
+// pad 1 or 1x1 kernels with pad 0, stride 1 or 2, chains without a pool, sm_90a. C pads to one 128-channel chunk a pixel or
 // to 2, 4 or 6 (whole k256 slices; W's rows of all 9 positions stay in shared memory):
 // checked at launch (halo_launch_error).
 inline constexpr int kHaloThreads = 384;
@@ -229,13 +229,13 @@ std::string halo_tile_error(const Tile& t, const OperandFormat& w, const Operand
 // The same with the spec's op, kernel, stride, pad and chain.
 std::string halo_kernel_error(const Tile& t, const KernelSpec& spec);
 // A launch's grid (templates/conv_sm90a_halo.cuh, HaloGeometry): pw columns a row (Wo + 2 at
-// stride 1, Wo + 1 at stride 2), rows = min(Ho, bn / pw) output rows a tile (0 where not
-// even one row fits bn), ceil(Ho / rows) tiles an image, the box's input rows, and its
-// shared memory rounded up to the 128 bytes bulk copies need.
+// stride 1, Wo + 1 at stride 2, Wo for a 1x1 kernel), rows = min(Ho, bn / pw) output rows a
+// tile (0 where not even one row fits bn), ceil(Ho / rows) tiles an image, the box's input
+// rows (a phase's at stride 2), and its shared memory rounded up to the 128 bytes bulk copies need.
 struct HaloGeometry {
   int pw = 0, rows = 0, row_tiles = 0, box_rows = 0, slot_bytes = 0;
 };
-HaloGeometry halo_geometry(int stride, int64_t Ho, int64_t Wo, int bn);
+HaloGeometry halo_geometry(const ConvParams& conv, int64_t Ho, int64_t Wo, int bn);
 // The launch's blocks: each keeps one M tile of 128 output channels (its W stays in shared
 // memory) and takes a share of that M tile's `tiles` (image, row block) pairs, at most one
 // block an SM: M tiles x min(halo_sms_per_m_tile, tiles). Valid where M tiles <= SMs.

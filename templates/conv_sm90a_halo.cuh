@@ -1,6 +1,7 @@
 // APConv on the sm_90a wgmma core from halo tiles (bench/probes/conv_halo_probe.cu measured
-// the design: bench/NOTES.md, session 25): 3x3 kernels, pad 1, stride 1 or 2, and chains
-// without a pool (per-element ops, and a quantize that packs the next layer's planes).
+// the design: bench/NOTES.md, session 25): 3x3 kernels with pad 1 and 1x1 kernels with pad 0,
+// stride 1 or 2, and chains without a pool (per-element ops, and a quantize that packs the
+// next layer's planes).
 // conv_sm90a.cuh gathers each X tile with per-thread copies, one input pixel per kernel
 // position; here the copy engine loads each tile's input once:
 //
@@ -23,6 +24,11 @@
 // - Stride 2: four phase grids (input rows 2i-1 / 2i x columns 2k-1 / 2k, boxes loaded with
 //   element strides of 2); position (kh, kw) reads phase (kh == 1, kw == 1) shifted by
 //   (kh == 2) rows and (kw == 2) columns of its grid.
+// - 1x1 kernels (ResNet's stride-2 shortcuts): one position, so no halo: the grid is Wo
+//   columns wide, one box of the tile's rows (every other row and column at stride 2, the
+//   one phase) is its B operand, and at one chunk its single slice pairs the position with
+//   the zero box. The default core ran these layers at a third of the write bandwidth: each
+//   tile's one K step left its gather, wgmma and epilogue in series (session 10).
 // - A block keeps one M tile (128 output channels): its W (p planes x 9 positions x chunks/2
 //   k256 slices x 128 rows x 32 bytes) is loaded once and stays, in boxes of 64-byte rows
 //   (two slices, the 64-byte swizzle) where C pads to 4 chunks, else of 32-byte rows (one
@@ -63,15 +69,18 @@ struct HaloGeometry {
 template <class T>
 struct ConvSm90aHalo {
   static constexpr int kS = T::kSh;
-  static_assert(T::kKh == 3 && T::kKw == 3 && T::kPh == 1 && T::kPw == 1 && T::kSw == kS && (kS == 1 || kS == 2),
-                "halo core: 3x3, pad 1, stride 1 or 2");
+  static constexpr int kPositions = T::kKh * T::kKw;  // 9, or 1 for a 1x1 kernel
+  static_assert(((T::kKh == 3 && T::kKw == 3 && T::kPh == 1 && T::kPw == 1) ||
+                 (T::kKh == 1 && T::kKw == 1 && T::kPh == 0 && T::kPw == 0)) &&
+                    T::kSw == kS && (kS == 1 || kS == 2),
+                "halo core: 3x3 with pad 1 or 1x1 with pad 0, stride 1 or 2");
   static_assert(T::kBM == 128 && T::kWarpsM == 8 && T::kWarpsN == 1, "halo core: 128 rows, two warpgroups");
   using E = typename T::Epi;
   static_assert(!E::kPool, "halo core: chains without a pool (rules::halo_kernel_error)");
   static_assert(T::kBN % 16 == 0 && T::kBN <= 128, "halo core: a wgmma N, at most one readout thread a column");
   static constexpr int kBN = T::kBN;
   static constexpr int kConsumerWarps = 8, kThreads = 32 * (kConsumerWarps + 4);
-  static constexpr int kPhases = kS == 1 ? 1 : 4;
+  static constexpr int kPhases = kS == 1 || kPositions == 1 ? 1 : 4;
   static constexpr int kSliceW = 128 * 32;  // W: one k256 slice of one position, 128 rows of 32 bytes
   // W's and X's box rows, from a pixel's 16-byte chunks: 64 bytes (two k256 slices, the
   // 64-byte swizzle) where the slices pair up (4 chunks), 16 for one chunk (consume<0>), else
@@ -103,19 +112,21 @@ struct ConvSm90aHalo {
   // One chunk a pixel (C <= 128): a k256 slice is two kernel positions, W's 16-byte
   // rows as one box a position (non-swizzled, the A descriptor's LBO between the two
   // positions' boxes) and X's second half the first's box shifted (the B descriptor's LBO).
-  // Five slices cover the nine positions, the last one's second half a box of zero weights:
-  // W is p planes x 9 positions, then that box (rules::halo_w_bytes).
+  // Five slices cover the nine positions (one the single position of a 1x1 kernel), the
+  // last one's second half a box of zero weights: W is p planes x the positions, then that
+  // box (rules::halo_w_bytes).
   static constexpr int kPosW = 128 * 16;  // W of one position at one chunk
+  static constexpr int kPairs = (kPositions + 1) / 2;
   static __device__ __forceinline__ int w_bytes(int chunks) {
-    return chunks == 1 ? (T::kWBits * 9 + 1) * kPosW : T::kWBits * 9 * (chunks / 2) * kSliceW;
+    return chunks == 1 ? (T::kWBits * kPositions + 1) * kPosW : T::kWBits * kPositions * (chunks / 2) * kSliceW;
   }
   // The pairs (first, second position; -1 the zero box), each two positions on the same
   // phase grid, the second shifted by a column (or, for the fourth, a row) from the first.
   static __device__ __forceinline__ void pair(int slice, int& a, int& b) {
     constexpr int kS1[5][2] = {{0, 1}, {3, 4}, {6, 7}, {2, 5}, {8, -1}};
     constexpr int kS2[5][2] = {{0, 2}, {6, 8}, {3, 5}, {1, 7}, {4, -1}};
-    a = kS == 1 ? kS1[slice][0] : kS2[slice][0];
-    b = kS == 1 ? kS1[slice][1] : kS2[slice][1];
+    a = kPositions == 1 ? 0 : (kS == 1 ? kS1[slice][0] : kS2[slice][0]);
+    b = kPositions == 1 ? -1 : (kS == 1 ? kS1[slice][1] : kS2[slice][1]);
   }
 
   // Shared memory from a 1024-byte boundary: W, the stages, the two stagings, then 2 *
@@ -135,12 +146,13 @@ struct ConvSm90aHalo {
     }
   };
 
-  // Kernel position -> (phase grid, rows and columns shifted on it).
+  // Kernel position -> (phase grid, rows and columns shifted on it); a 1x1 kernel's one
+  // position reads its grid unshifted.
   static __device__ __forceinline__ void position(int pos, int& phase, int& dr, int& dc) {
     const int kh = pos / 3, kw = pos - kh * 3;
-    phase = kS == 1 ? 0 : (kh == 1) * 2 + (kw == 1);
-    dr = kS == 1 ? kh : kh == 2;
-    dc = kS == 1 ? kw : kw == 2;
+    phase = kS == 1 || kPositions == 1 ? 0 : (kh == 1) * 2 + (kw == 1);
+    dr = kPositions == 1 ? 0 : (kS == 1 ? kh : kh == 2);
+    dc = kPositions == 1 ? 0 : (kS == 1 ? kw : kw == 2);
   }
 
   static __device__ void run(u32* smem, const TmaMap* wmap, const TmaMap* xmap, const Prob& prob, int N, int cw,
@@ -188,16 +200,18 @@ struct ConvSm90aHalo {
     const u64 keep = ptx::policy_evict_last();
     const int row = row_bytes(L.chunks);  // W's and X's box rows
     if (L.chunks == 1) {
-      ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * kPosW);
+      ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * kPositions * kPosW);
       for (int s = 0; s < T::kWBits; ++s)
-        for (int pos = 0; pos < 9; ++pos) ptx::tma_load_4d(L.w + (s * 9 + pos) * kPosW, wmap, 0, pos, m0, s, L.wfull, keep);
+        for (int pos = 0; pos < kPositions; ++pos)
+          ptx::tma_load_4d(L.w + (s * kPositions + pos) * kPosW, wmap, 0, pos, m0, s, L.wfull, keep);
     } else {
       const int slices = L.chunks / 2, boxes = slices * 32 / row;
-      ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * 9 * slices * kSliceW);
+      ptx::mbar_arrive_expect_tx(L.wfull, T::kWBits * kPositions * slices * kSliceW);
       for (int s = 0; s < T::kWBits; ++s)
-        for (int pos = 0; pos < 9; ++pos)
+        for (int pos = 0; pos < kPositions; ++pos)
           for (int b = 0; b < boxes; ++b)
-            ptx::tma_load_4d(L.w + ((s * 9 + pos) * boxes + b) * 128 * row, wmap, row * b, pos, m0, s, L.wfull, keep);
+            ptx::tma_load_4d(L.w + ((s * kPositions + pos) * boxes + b) * 128 * row, wmap, row * b, pos, m0, s, L.wfull,
+                             keep);
     }
     const int box_bytes = geo.box_rows * geo.pw * 16;  // a chunk's bytes of a box
     int i = 0;
@@ -210,8 +224,10 @@ struct ConvSm90aHalo {
         for (int ph = 0; ph < kPhases; ++ph) {
           // Stride 1: rows ho0 - 1.., columns -1... Stride 2, phase (ra, cb): rows
           // 2 ho0 - 1 + ra.., columns -1 + cb.., every other one (the map's element strides).
+          // A 1x1 kernel: rows kS ho0.., columns 0...
           const int ra = ph / 2, cb = ph % 2;
-          const int h0 = kS == 1 ? ho0 - 1 : 2 * ho0 - 1 + ra, w0 = kS == 1 ? -1 : -1 + cb;
+          const int h0 = kPositions == 1 ? kS * ho0 : (kS == 1 ? ho0 - 1 : 2 * ho0 - 1 + ra);
+          const int w0 = kPositions == 1 ? 0 : (kS == 1 ? -1 : -1 + cb);
           // A box a row of one or two k256 slices (at one chunk, the chunk's 16-byte rows), in
           // the slots of the chunks it holds.
           for (int h = 0; h < L.chunks; h += row / 16)
@@ -395,7 +411,7 @@ struct ConvSm90aHalo {
     if constexpr (kSlices == 0) {
       // The zero box (the ninth position's partner), this warpgroup's 64 rows, made visible
       // to the wgmmas (the async proxy) before any reads it.
-      const u32 z = L.w + T::kWBits * 9 * kPosW + a_row * 16 + tid * 8;
+      const u32 z = L.w + T::kWBits * kPositions * kPosW + a_row * 16 + tid * 8;
       asm volatile("st.shared.v2.b32 [%0], {%1, %1};\n" ::"r"(z), "r"(0u) : "memory");
       ptx::fence_proxy_async();
       ptx::named_barrier(1 + wg, 128);
@@ -411,7 +427,7 @@ struct ConvSm90aHalo {
       // The column's table entry; its pixsum loads are issued here and summed after the
       // mainloop (summed here, each thread would wait for them before its first wgmma).
       ConvColumn col{0, 0, -1, -1};
-      i32 pix[9] = {};
+      i32 pix[kPositions] = {};
       if (reads && ho0 + jr < prob.Ho)
         col = prob.visit_pixel(n, ho0 + jr, jw, [&](int k, i64 p) {
           if (Prob::kColsum) pix[k] = prob.pixsum[p];
@@ -424,7 +440,7 @@ struct ConvSm90aHalo {
         // Five k256 slices of two positions. Descriptor LBOs (bits 16-29 of the low word, in
         // 16 bytes): W's between the two positions' boxes, X's one column or grid row.
 #pragma unroll
-        for (int k = 0; k < 5; ++k) {
+        for (int k = 0; k < kPairs; ++k) {
           int pa, pb, phase, dr, dc, same_phase, dr_b, dc_b;  // pair() keeps both on one phase grid
           pair(k, pa, pb);
           position(pa, phase, dr, dc);
@@ -433,7 +449,7 @@ struct ConvSm90aHalo {
           const u32 shift = static_cast<u32>(dr * geo.pw + dc);
 #pragma unroll
           for (int s = 0; s < T::kWBits; ++s) {
-            const int wa = s * 9 + pa, wb = pb < 0 ? T::kWBits * 9 : s * 9 + pb;
+            const int wa = s * kPositions + pa, wb = pb < 0 ? T::kWBits * kPositions : s * kPositions + pb;
             const u32 a = da.lo + static_cast<u32>((wa * kPosW) >> 4) + (static_cast<u32>(((wb - wa) * kPosW) >> 4) << 16);
 #pragma unroll
             for (int x = 0; x < T::kXBits; ++x) {
@@ -447,7 +463,7 @@ struct ConvSm90aHalo {
         }
       }
 #pragma unroll
-      for (int pos = 0; pos < (kSlices == 0 ? 0 : 9); ++pos) {
+      for (int pos = 0; pos < (kSlices == 0 ? 0 : kPositions); ++pos) {
         int phase, dr, dc;
         position(pos, phase, dr, dc);
         const u32 shift = static_cast<u32>((dr * geo.pw + dc) * (kRow / 16));  // whole rows, in 16 bytes
@@ -457,7 +473,8 @@ struct ConvSm90aHalo {
 #pragma unroll
           for (int s = 0; s < T::kWBits; ++s) {
             const u32 a =
-                da.lo + static_cast<u32>(((((s * 9 + pos) * kBoxes + k / kPerRow) * 128 * kRow) + (k % kPerRow) * 32) >> 4);
+                da.lo + static_cast<u32>(((((s * kPositions + pos) * kBoxes + k / kPerRow) * 128 * kRow) + (k % kPerRow) * 32) >>
+                                         4);
 #pragma unroll
             for (int x = 0; x < T::kXBits; ++x) {
               // Slice k: its row's box (in the slots of its chunks), 32 bytes in for a row's second.
@@ -495,7 +512,7 @@ struct ConvSm90aHalo {
       ptx::named_barrier(1 + wg, 128);
       if (col.p >= 0) {
 #pragma unroll
-        for (int k = 0; k < 9; ++k) col.colsum += pix[k];
+        for (int k = 0; k < kPositions; ++k) col.colsum += pix[k];
         if constexpr (E::kQuantize) {
           // Output pixel col.p = n * Ho*Wo + pix of the packed layout (conv_layout.h, CW' = out_cw).
           u32* planes = static_cast<u32*>(prob.epi.out);

@@ -115,7 +115,7 @@ TEST_CASE("sm_90a wgmma conv: every K step width, 1-8 weight planes, O and K pas
   std::printf("apconv wgmma core, explicit tiles: %d cases exact (%d tiles with merged accumulator sets)\n", n, merged);
 }
 
-TEST_CASE("sm_90a halo core: strides 1 and 2, C 64-768, O and output rows past the tile, every correction") {
+TEST_CASE("sm_90a halo core: 3x3 and 1x1, strides 1 and 2, C 64-768, O and output rows past the tile, every correction") {
   if (skipped_without_sm90a("halo core")) return;
   TempCache cache;
   Engine engine;
@@ -124,7 +124,8 @@ TEST_CASE("sm_90a halo core: strides 1 and 2, C 64-768, O and output rows past t
   // is not square; C = 512 and 768 run 2 and 3 k256 slices a position (W in one 64-byte or
   // three 32-byte swizzled boxes); pm1 activations add the border's weight sums
   // (conv_sm80.cuh's correction), unsigned weights none.
-  const struct { int p; Encoding we; int q; Encoding xe; int stride, bn, stages; std::vector<ConvShape> shapes; } cases[] = {
+  struct Case { int p; Encoding we; int q; Encoding xe; int stride, bn, stages; std::vector<ConvShape> shapes; int kernel = 3; };
+  const Case cases[] = {
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 112, 4,
        {{3, 256, 13, 13, 200}, {2, 256, 14, 14, 128}, {1, 512, 7, 7, 130}, {2, 256, 10, 13, 64}}},
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 2, 64, 2, {{5, 256, 15, 15, 136}, {2, 256, 14, 14, 256}, {1, 512, 11, 11, 128}}},
@@ -148,10 +149,22 @@ TEST_CASE("sm_90a halo core: strides 1 and 2, C 64-768, O and output rows past t
       // one k256 slice of two chunks; 56 columns need bn 128 for 2 rows.
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 128, 4, {{2, 64, 56, 56, 64}, {3, 96, 9, 9, 70}}},
       {2, Encoding::Signed, 2, Encoding::Unsigned, 2, 64, 2, {{2, 200, 14, 14, 130}, {3, 64, 15, 15, 128}}},
+      // 1x1 kernels, pad 0 (grid rows of Wo columns, one phase at stride 2): ResNet-18's
+      // shortcuts (C 64, 128: the one chunk paired with the zero box; 256: one k256 slice), odd
+      // inputs (15 -> 8 at stride 2), a part row tile (14 rows in 8 + 6 at bn 112), C = 512
+      // and 768 (a 64-byte box, three 32-byte ones), O <= 64 (alternate tiles), many tiles a
+      // block, and stride 1.
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 2, 112, 4, {{2, 64, 56, 56, 128}, {3, 64, 15, 15, 130}}, 1},
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 2, 112, 4, {{3, 128, 28, 28, 256}, {2, 256, 14, 14, 512}}, 1},
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 2, 64, 2, {{2, 256, 13, 13, 200}, {2, 512, 9, 9, 136}, {2, 768, 7, 7, 64}}, 1},
+      {2, Encoding::Signed, 2, Encoding::Unsigned, 2, 64, 3, {{2, 200, 14, 14, 130}, {3, 96, 10, 10, 64}}, 1},
+      {1, Encoding::Pm1, 2, Encoding::Pm1, 2, 16, 4, {{600, 64, 6, 6, 24}}, 1},
+      {1, Encoding::Unsigned, 4, Encoding::Unsigned, 1, 32, 2, {{2, 256, 14, 14, 136}, {2, 96, 9, 11, 70}}, 1},
   };
   int n = 0;
   for (const auto& c : cases) {
-    KernelSpec s = conv_spec({c.p, c.we}, {c.q, c.xe}, {3, 3, c.stride, c.stride, 1, 1});
+    const int pad = c.kernel / 2;
+    KernelSpec s = conv_spec({c.p, c.we}, {c.q, c.xe}, {c.kernel, c.kernel, c.stride, c.stride, pad, pad});
     s.tile = Tile{128, c.bn, 256, c.stages, 8, 1, 1, true};
     REQUIRE(rules::check_kernel_tile(*s.tile, s).empty());
     for (const ConvShape& sh : c.shapes) expect_exact(engine, s, sh, static_cast<uint64_t>(++n));
@@ -274,6 +287,7 @@ TEST_CASE("int16 output (spec \"output\": \"int16\"): halo, wgmma and mma.sync c
       {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 2, 2, 1, 1}, Tile{128, 64, 256, 2, 8, 1, 1, true}, {5, 256, 15, 15, 136}, true},
       {{2, Encoding::Signed}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{128, 64, 256, 3, 8, 1, 1, true}, {2, 128, 9, 11, 136}, true},
       {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {1, 1, 2, 2, 0, 0}, Tile{128, 64, 512, 3, 8, 1}, {3, 256, 14, 14, 130}, true},
+      {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {1, 1, 2, 2, 0, 0}, Tile{128, 112, 256, 4, 8, 1, 1, true}, {3, 64, 56, 56, 130}, true},
       {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{64, 64, 512, 3, 4, 1}, {1, 64, 7, 7, 70}, true},
       {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{64, 32, 256, 2, 2, 2}, {2, 65, 10, 12, 17}, false},
       {{1, Encoding::Pm1}, {2, Encoding::Pm1}, {3, 3, 2, 2, 1, 1}, std::nullopt, {2, 64, 15, 15, 33}, false},

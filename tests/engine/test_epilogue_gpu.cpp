@@ -116,7 +116,7 @@ TEST_CASE("conv chains on explicit tiles: windows per tile, warps per task, stri
   std::printf("epilogue conv tiles and strides: %d cases exact\n", cases);
 }
 
-TEST_CASE("conv chains on the halo core: per-element ops and quantize, strides 1 and 2, O past the tile") {
+TEST_CASE("conv chains on the halo core: per-element ops and quantize, strides 1 and 2, 1x1, O past the tile") {
   if (skipped_without_sm90a("halo core chains")) return;
   TempCache cache;
   Engine engine;
@@ -135,20 +135,23 @@ TEST_CASE("conv chains on the halo core: per-element ops and quantize, strides 1
   };
   // w2a2 (two weight planes) with bn 64 at most (its accumulator sets) and C = 256 (W of C =
   // 512 and the stride-2 phases' stages pass the shared memory).
-  struct Launch { int stride, bn, stages; ConvShape shape; };
+  struct Launch { int stride, bn, stages; ConvShape shape; int kernel = 3; };
   // C of 64 and 96 pad to one chunk (position pairs); O = 64 puts the warpgroups on
-  // alternate tiles, at stride 2 with several tiles each.
+  // alternate tiles, at stride 2 with several tiles each. 1x1 kernels at stride 2 (pad 0):
+  // one chunk (the position paired with the zero box) and two.
   const std::vector<Launch> w1a2 = {{1, 112, 4, {3, 256, 13, 13, 200}}, {2, 64, 2, {2, 512, 14, 14, 130}},
                                     {1, 64, 3, {2, 512, 7, 7, 256}},    {1, 16, 2, {40, 256, 3, 3, 64}},
-                                    {1, 128, 2, {40, 64, 30, 30, 64}},  {2, 64, 2, {300, 96, 15, 15, 64}}};
+                                    {1, 128, 2, {40, 64, 30, 30, 64}},  {2, 64, 2, {300, 96, 15, 15, 64}},
+                                    {2, 112, 4, {3, 128, 28, 28, 130}, 1}, {2, 64, 4, {4, 256, 14, 14, 64}, 1}};
   const std::vector<Launch> w2a2 = {{1, 64, 4, {3, 256, 13, 13, 200}}, {2, 64, 2, {2, 256, 14, 14, 130}},
-                                    {1, 16, 2, {40, 256, 3, 3, 64}}};
+                                    {1, 16, 2, {40, 256, 3, 3, 64}}, {2, 64, 4, {2, 64, 15, 15, 130}, 1}};
   int cases = 0;
   uint64_t seed = 900;
   for (const char* c : chains)
     for (const OperandFormat* p : {kPrecisions[0], kPrecisions[1]})
       for (const Launch& l : p == kPrecisions[0] ? w1a2 : w2a2) {
-        KernelSpec s = conv_spec(p, chain(c), {3, 3, l.stride, l.stride, 1, 1});
+        const int pad = l.kernel / 2;
+        KernelSpec s = conv_spec(p, chain(c), {l.kernel, l.kernel, l.stride, l.stride, pad, pad});
         s.tile = Tile{128, l.bn, 256, l.stages, 8, 1, 1, true};
         REQUIRE(rules::check_kernel_tile(*s.tile, s).empty());
         const EpilogueOp* q = s.epilogue.quantize();

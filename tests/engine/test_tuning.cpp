@@ -430,7 +430,7 @@ TEST_CASE("untuned tile of an sm_90a APConv on the wgmma core: narrow tiles get 
         rules::heuristic_tile(conv, paper.M, paper.N, paper.K_bits, 132, 227 * 1024));
 }
 
-TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs with tiles for half the SMs") {
+TEST_CASE("untuned tile of an sm_90a APConv: the halo core for 3x3 and 1x1 convs with tiles for half the SMs") {
   const KernelSpec w1a2 = parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
   KernelSpec s2 = w1a2;
@@ -464,9 +464,17 @@ TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs w
   // to 128 in 4 rows of 29 (31.3 against 35.8; calls 7 and 9).
   CHECK(untuned_tile(w1a2, conv_problem(w1a2, {128, 64, 56, 56, 64}), h100) == halo(128));
   CHECK(untuned_tile(s2, conv_problem(s2, {128, 64, 56, 56, 128}), h100) == halo(128));
+  // 1x1 kernels at stride 2 (ResNet-18's shortcuts): rows of Wo columns, one or two wgmmas
+  // a tile, so 4 stages. 28x28 in 4 rows (112 columns), 14x14 in two tiles of 7 rows (98
+  // columns in bn 112), 7x7 a whole image in 64.
+  KernelSpec k1 = w1a2;
+  k1.conv = {1, 1, 2, 2, 0, 0};
+  CHECK(untuned_tile(k1, conv_problem(k1, {128, 64, 56, 56, 128}), h100) == halo(112, 4));
+  CHECK(untuned_tile(k1, conv_problem(k1, {128, 128, 28, 28, 256}), h100) == halo(112, 4));
+  CHECK(untuned_tile(k1, conv_problem(k1, {128, 256, 14, 14, 512}), h100) == halo(64, 4));
   // Every halo choice launches (rules::halo_launch_error on the output size: C, M tiles,
   // the grid row in bn and a box, shared memory), at both strides.
-  for (const KernelSpec& s : {w1a2, s2})
+  for (const KernelSpec& s : {w1a2, s2, k1})
     for (const ConvShape& shape : {ConvShape{128, 256, 14, 14, 256}, ConvShape{128, 512, 7, 7, 512},
                                    ConvShape{256, 768, 7, 7, 256}, ConvShape{512, 256, 28, 28, 256}}) {
       const Problem p = conv_problem(s, shape);
@@ -544,7 +552,7 @@ TEST_CASE("untuned tile of an sm_90a APConv: the halo core for plain 3x3 convs w
   unsetenv("APNN_DISABLE_WGMMA");
 }
 
-TEST_CASE("legal_tiles: the halo core's tiles for a plain 3x3 pad-1 conv on sm_90a only") {
+TEST_CASE("legal_tiles: the halo core's tiles for a 3x3 pad-1 or 1x1 pad-0 conv on sm_90a only") {
   const KernelSpec conv = parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
   auto halos = [](const std::vector<Tile>& tiles) {
@@ -559,6 +567,11 @@ TEST_CASE("legal_tiles: the halo core's tiles for a plain 3x3 pad-1 conv on sm_9
   k5.conv.kh = k5.conv.kw = 5;
   k5.conv.ph = k5.conv.pw = 2;
   CHECK(halos(legal_tiles(k5, "sm_90a", limit)) == 0);
+  KernelSpec k1 = conv;
+  k1.conv = {1, 1, 2, 2, 0, 0};
+  CHECK(halos(legal_tiles(k1, "sm_90a", limit)) == 8 * 3);
+  k1.conv.ph = k1.conv.pw = 1;
+  CHECK(halos(legal_tiles(k1, "sm_90a", limit)) == 0);
   setenv("APNN_DISABLE_WGMMA", "1", 1);  // mma.sync comparisons: no wgmma-only core
   CHECK(halos(legal_tiles(conv, "sm_90a", limit)) == 0);
   unsetenv("APNN_DISABLE_WGMMA");

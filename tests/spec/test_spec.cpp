@@ -565,6 +565,12 @@ TEST_CASE("rules: a spec's kernel merges its sets only on the wgmma conv core, w
   const KernelSpec big = with(w2a2, 128, 64, 1024, 4, 8, 1);
   CHECK(apnn::rules::kernel_plane_groups(big, "sm_90a").weight.size() == 4);
   CHECK(apnn::rules::kernel_plane_groups(with(w2a2, 128, 64, 512, 4, 8, 1), "sm_90a").weight.size() == 2);
+  // The halo core keeps exact sets, 1x1 kernels included.
+  KernelSpec halo = with(w2a2, 128, 64, 256, 4, 8, 1);
+  halo.tile->halo = true;
+  CHECK(apnn::rules::kernel_plane_groups(halo, "sm_90a").weight.size() == 4);
+  halo.conv = {1, 1, 2, 2, 0, 0};
+  CHECK(apnn::rules::kernel_plane_groups(halo, "sm_90a").weight.size() == 4);
 }
 
 TEST_CASE("rules: the wgmma cores stack X planes into one wgmma (2+ W planes on the TMA core), a set per pair where it fits") {
@@ -988,9 +994,19 @@ TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a 
   expect_rejected(wide, {"tile.core \"halo\"", "accumulator registers", "smaller bn"});
   json apmm = with_tile(base_spec(), tile);
   expect_rejected(apmm, {"tile.core \"halo\"", "apconv"});
-  json k1 = with_tile(halo, tile);
+  // 1x1 kernels without padding (ResNet's stride-2 shortcuts) run on it too; padded, or
+  // with another kernel size, they do not.
+  json k1 = with_tile(conv_spec(), tile);
   k1["kernel"] = {1, 1};
-  expect_rejected(k1, {"tile.core \"halo\"", "kernel [3, 3]", "kernel [1, 1]"});
+  k1["stride"] = {2, 2};
+  const KernelSpec shortcut = apnn::parse_spec(k1, kOrigin);
+  CHECK(shortcut.tile->halo);
+  CHECK(apnn::rules::check_kernel_tile(*shortcut.tile, shortcut).empty());
+  k1["pad"] = {1, 1};
+  expect_rejected(k1, {"tile.core \"halo\"", "kernel [3, 3] with pad [1, 1]", "kernel [1, 1]", "pad [1, 1]"});
+  json k5 = with_tile(halo, tile);
+  k5["kernel"] = {5, 5};
+  expect_rejected(k5, {"tile.core \"halo\"", "kernel [5, 5]"});
   json s3 = with_tile(halo, tile);
   s3["stride"] = {3, 3};
   expect_rejected(s3, {"tile.core \"halo\"", "stride [3, 3]"});
@@ -1022,30 +1038,38 @@ TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a 
 
 TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   using apnn::rules::halo_geometry;
-  // {stride, Ho, Wo, bn} -> {pw, rows, row tiles, box rows, slot bytes}:
+  // {kernel, stride, Ho, Wo, bn} -> {pw, rows, row tiles, box rows, slot bytes}:
   // - 14x14 at stride 1: 16 columns a row (Wo + 2), 7 rows of 112, two tiles an image, boxes
   //   of 9 rows x 16 pixels x 16 bytes;
   // - 7x7 at stride 2: 8 columns (Wo + 1), the whole output in 56 of 64 columns, boxes of 8
   //   rows x 8 x 16 bytes (a phase grid's);
   // - 7x7 at stride 1 in 64: 9 columns, 81 pixels, 1296 bytes rounded up to 1408;
-  // - 13 rows at stride 1 in 112: a tile of 7 and one of 6.
-  const struct { int stride, ho, wo, bn; apnn::rules::HaloGeometry want; } grids[] = {
-      {1, 14, 14, 112, {16, 7, 2, 9, 2304}},
-      {2, 7, 7, 64, {8, 7, 1, 8, 1024}},
-      {1, 7, 7, 64, {9, 7, 1, 9, 1408}},
-      {1, 13, 13, 112, {15, 7, 2, 9, 2176}},
+  // - 13 rows at stride 1 in 112: a tile of 7 and one of 6;
+  // - 1x1 kernels read no neighbours: 28x28 at stride 2 in rows of 28 (4 of them in 112
+  //   columns, boxes of 4 rows x 28 pixels of the one phase grid), 7x7 in 49 of 64, 14x14 at
+  //   stride 1 in 8 rows of 14 and a part tile of 6.
+  const struct { int kernel, stride, ho, wo, bn; apnn::rules::HaloGeometry want; } grids[] = {
+      {3, 1, 14, 14, 112, {16, 7, 2, 9, 2304}},
+      {3, 2, 7, 7, 64, {8, 7, 1, 8, 1024}},
+      {3, 1, 7, 7, 64, {9, 7, 1, 9, 1408}},
+      {3, 1, 13, 13, 112, {15, 7, 2, 9, 2176}},
+      {1, 2, 28, 28, 112, {28, 4, 7, 4, 1792}},
+      {1, 2, 7, 7, 64, {7, 7, 1, 7, 896}},
+      {1, 1, 14, 14, 112, {14, 8, 2, 8, 1792}},
   };
   for (const auto& c : grids) {
-    const auto g = halo_geometry(c.stride, c.ho, c.wo, c.bn);
-    INFO(c.stride, " ", c.ho, "x", c.wo, " bn ", c.bn);
+    const apnn::ConvParams conv{c.kernel, c.kernel, c.stride, c.stride, c.kernel / 2, c.kernel / 2};
+    const auto g = halo_geometry(conv, c.ho, c.wo, c.bn);
+    INFO(c.kernel, "x", c.kernel, "/", c.stride, " ", c.ho, "x", c.wo, " bn ", c.bn);
     CHECK(g.pw == c.want.pw);
     CHECK(g.rows == c.want.rows);
     CHECK(g.row_tiles == c.want.row_tiles);
     CHECK(g.box_rows == c.want.box_rows);
     CHECK(g.slot_bytes == c.want.slot_bytes);
   }
-  const auto s1 = halo_geometry(1, 14, 14, 112);
-  CHECK(halo_geometry(1, 7, 100, 64).rows == 0);  // a row of 102 columns does not fit 64
+  const apnn::ConvParams k3{3, 3, 1, 1, 1, 1};
+  const auto s1 = halo_geometry(k3, 14, 14, 112);
+  CHECK(halo_geometry(k3, 7, 100, 64).rows == 0);  // a row of 102 columns does not fit 64
   // The grid: a block an SM, each keeping one M tile of 128 channels. O = 256 on 132 SMs:
   // 66 SMs an M tile, 132 blocks for 256 tiles an M tile, 2 x 10 for 10; O = 200 is two M
   // tiles too; O = 512 is four of 33; O = 16896 is 132 of one.
@@ -1076,6 +1100,13 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   // C = 128: W is a 2 KB box a plane and position and one zero box; one 16-byte chunk a pixel.
   CHECK(apnn::rules::halo_shared_bytes(s, 128, s1) == 1024 + 10 * 2048 + 4 * 2 * 1 * 2304 + 2 * 64 * 136 * 4 + 9 * 8);
   CHECK(apnn::rules::halo_launch_error(s, 128, 128, 28, 28, apnn::rules::kMaxSharedBytes, 132).empty());
+  // A 1x1 kernel at stride 2 (C = 64): W is one position's box a plane and the zero box, a
+  // stage one box (the one phase grid) a plane.
+  KernelSpec shortcut = s;
+  shortcut.conv = {1, 1, 2, 2, 0, 0};
+  const auto g1 = halo_geometry(shortcut.conv, 28, 28, 112);
+  CHECK(apnn::rules::halo_shared_bytes(shortcut, 64, g1) == 1024 + 2 * 2048 + 4 * 2 * 1 * 1792 + 2 * 64 * 136 * 4 + 9 * 8);
+  CHECK(apnn::rules::halo_launch_error(shortcut, 256, 512, 7, 7, apnn::rules::kMaxSharedBytes, 132).empty());
   const int limit = apnn::rules::kMaxSharedBytes;
   CHECK(apnn::rules::halo_launch_error(s, 256, 256, 14, 14, limit, 132).empty());
   CHECK(apnn::rules::halo_launch_error(s, 512, 256, 14, 14, limit, 132).empty());
