@@ -170,7 +170,7 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   // grid rows that make as many tiles an image (14x14 at stride 1: 8 rows of 16 columns
   // make tiles of 8 and 6 rows; 7 rows make two of 7 in 112 columns).
   while (c.bn > 16 && !rules::halo_tile_error(c, s.w, s.x).empty()) c.bn -= 16;
-  // Not a 3x3 pad-1 conv of stride 1 or 2, or too many accumulators for bn 32 (w2a8's 16
+  // Not a 3x3 pad-1 or 1x1 pad-0 conv of stride 1 or 2, or too many accumulators for bn 32 (w2a8's 16
   // groups allow bn 16, which ran 1.2-2.4x slower than the default core's stacked tile: n128
   // 14x14x256 110.4 against 93.3 us, 7x7x512 186.0 against 77.1; session 26 call 6). A small
   // image's grid may still round to bn 16 below.

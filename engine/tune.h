@@ -46,7 +46,7 @@ struct TuneResult {
 
 // Every tile that check_kernel_tile accepts and whose launch on `arch`'s core fits in the
 // device's shared memory; on sm_90a also the TMA core's (tile.cluster 2, 4, 8) and, for a
-// plain 3x3 pad-1 conv of stride 1 or 2, the halo core's.
+// 3x3 pad-1 or 1x1 pad-0 conv of stride 1 or 2, the halo core's.
 std::vector<Tile> legal_tiles(const KernelSpec& spec, const std::string& arch, int max_smem);
 
 // The tiles a sweep of `problem` on `target` times: the legal ones (halo tiles where the

@@ -219,9 +219,9 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec);
 // bm 128 (two consumer warpgroups, warps 8x1, and a producer warpgroup: 384 threads), bn the
 // wgmma's N (a multiple of 16 up to 128: the tile's grid of rows x pw columns fits it), bk
 // 256 (one k256 slice a wgmma), stages 2..8 (tiles in flight), cluster 1; 3x3 kernels with
-// pad 1 or 1x1 kernels with pad 0, stride 1 or 2, chains without a pool, sm_90a. C pads to one 128-channel chunk a pixel or
-// to 2, 4 or 6 (whole k256 slices; W's rows of all 9 positions stay in shared memory):
-// checked at launch (halo_launch_error).
+// pad 1 or 1x1 kernels with pad 0, stride 1 or 2, chains without a pool, sm_90a. C pads to
+// one 128-channel chunk a pixel or to 2, 4 or 6 (whole k256 slices; W's rows of every kernel
+// position stay in shared memory): checked at launch (halo_launch_error).
 inline constexpr int kHaloThreads = 384;
 inline constexpr int kHaloMaxAccumulatorRegs = 128;  // of the 232 a consumer takes (setmaxnreg)
 // Empty when tile t (halo) is legal for formats w, x; else why not, naming the field.
@@ -252,9 +252,9 @@ inline constexpr int halo_row_bytes(int64_t C) {
   return halo_chunks(C) == 1 ? 16 : halo_chunks(C) % 4 == 0 ? 64 : 32;
 }
 // Dynamic shared memory of a launch with C input channels: 1024 for alignment, W (p planes x
-// 9 positions x the padded chunks' 16 bytes x 128 rows, and at one chunk a zero box), the
-// stages (q planes x phases x chunks boxes), the two warpgroups' output staging, and the
-// barriers.
+// the kernel's 9 or 1 positions x the padded chunks' 16 bytes x 128 rows, and at one chunk a
+// zero box), the stages (q planes x phases (4 for a 3x3 kernel at stride 2, else 1) x chunks
+// boxes), the two warpgroups' output staging, and the barriers.
 int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo);
 // Empty when the halo kernel of spec can run a conv of this size on a device with max_smem
 // and sm_count; else why not (C, more M tiles than SMs, a grid row wider than bn or than a
