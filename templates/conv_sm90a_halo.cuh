@@ -422,17 +422,8 @@ struct ConvSm90aHalo {
     // The block's tiles first, first + step, ...: i counts them (the pipeline slot and phase).
     const int i_step = alternate ? 2 : 1;
     int i = alternate ? wg : 0;
-    // Tile t is (image n, row tile rt): worked out once and then stepped, as a division by the
-    // run-time row_tiles compiles to about 25 dependent instructions, paid every tile (5% of
-    // a 1x1 shortcut's consumer instructions; session 33, call 2).
-    const int t_step = i_step * step, n_step = t_step / geo.row_tiles, rt_step = t_step - n_step * geo.row_tiles;
-    int n = (first + i * step) / geo.row_tiles, rt = first + i * step - n * geo.row_tiles;
-    for (int t = first + i * step; t < tiles; t += t_step, i += i_step, n += n_step, rt += rt_step) {
-      if (rt >= geo.row_tiles) {
-        rt -= geo.row_tiles;
-        ++n;
-      }
-      const int slot = i % T::kStages, ho0 = rt * geo.rows;
+    for (int t = first + i * step; t < tiles; t += i_step * step, i += i_step) {
+      const int slot = i % T::kStages, n = t / geo.row_tiles, ho0 = (t - n * geo.row_tiles) * geo.rows;
       // The column's table entry; its pixsum loads are issued here and summed after the
       // mainloop (summed here, each thread would wait for them before its first wgmma).
       ConvColumn col{0, 0, -1, -1};
