@@ -344,11 +344,13 @@ TEST_CASE("compiler: the halo core compiles without spills or fenced wgmmas for 
   // ptxas fenced the accumulators between wgmmas (C7519) while the k256 slices a position were
   // a run-time count, and serializes wgmmas it cannot prove uniform (C7520).
   std::vector<Job> jobs;
-  // The last three carry chains: the network's bn+relu+q2 (codes by thresholds), a 4-bit
-  // quantize (the float ops) and a float output.
+  // Three carry chains: the network's bn+relu+q2 (codes by thresholds), a 4-bit quantize (the
+  // float ops) and a float output. The last two are 1x1 kernels (ResNet-18's stride-2
+  // shortcuts: the untuned w1a2 tile, and w2a2 with the network's chain).
   const char* q2 = R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])";
   const char* q4 = R"([{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])";
-  const struct { const char* w; const char* x; int stride, bn, stages; const char* chain; } cases[] = {
+  struct Case { const char* w; const char* x; int stride, bn, stages; const char* chain; int kernel = 3; };
+  const Case cases[] = {
       {R"("w_bits":1,"w_enc":"pm1")", R"("x_bits":2,"x_enc":"unsigned")", 1, 112, 4, "[]"},
       {R"("w_bits":1,"w_enc":"pm1")", R"("x_bits":2,"x_enc":"unsigned")", 2, 64, 2, "[]"},
       {R"("w_bits":2,"w_enc":"signed")", R"("x_bits":2,"x_enc":"unsigned")", 1, 64, 3, "[]"},
@@ -357,13 +359,17 @@ TEST_CASE("compiler: the halo core compiles without spills or fenced wgmmas for 
       {R"("w_bits":1,"w_enc":"pm1")", R"("x_bits":2,"x_enc":"unsigned")", 1, 112, 4, q2},
       {R"("w_bits":1,"w_enc":"pm1")", R"("x_bits":2,"x_enc":"unsigned")", 2, 64, 2, q4},
       {R"("w_bits":2,"w_enc":"signed")", R"("x_bits":2,"x_enc":"unsigned")", 1, 64, 3,
-       R"([{"op":"scale_bias"},{"op":"relu"}])"}};
+       R"([{"op":"scale_bias"},{"op":"relu"}])"},
+      {R"("w_bits":1,"w_enc":"pm1")", R"("x_bits":2,"x_enc":"unsigned")", 2, 112, 4, "[]", 1},
+      {R"("w_bits":2,"w_enc":"signed")", R"("x_bits":2,"x_enc":"unsigned")", 2, 64, 4, q2, 1}};
   for (const auto& c : cases)
-    jobs.push_back({fmt::format("{} {} s{} bn{} st{} {}", c.w, c.x, c.stride, c.bn, c.stages, c.chain),
-                    spec_of(fmt::format(R"({{"op":"apconv",{},{},"kernel":[3,3],"stride":[{},{}],"pad":[1,1],
+    jobs.push_back({fmt::format("{} {} {}x{} s{} bn{} st{} {}", c.w, c.x, c.kernel, c.kernel, c.stride, c.bn, c.stages,
+                                c.chain),
+                    spec_of(fmt::format(R"({{"op":"apconv",{},{},"kernel":[{},{}],"stride":[{},{}],"pad":[{},{}],
                                             "epilogue":{},
                                             "tile":{{"bm":128,"bn":{},"bk":256,"stages":{},"core":"halo"}}}})",
-                                        c.w, c.x, c.stride, c.stride, c.chain, c.bn, c.stages)
+                                        c.w, c.x, c.kernel, c.kernel, c.stride, c.stride, c.kernel / 2, c.kernel / 2,
+                                        c.chain, c.bn, c.stages)
                                 .c_str()),
                     "sm_90a", {}, {}, 0});
   compile_with_ptxas_info(jobs);
