@@ -269,7 +269,6 @@ void check_core_names(const std::vector<std::string>& cores) {
 
 TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& shape, const TuneOptions& options,
                      const TuneProgress& progress) {
-  check_core_names(options.cores);
   check_apmm_shape(spec, shape);
   const Target target = current_target();
   const Problem problem = apmm_problem(shape);
@@ -289,7 +288,6 @@ TuneResult tune_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape& sh
 
 TuneResult tune_apconv(Engine& engine, const KernelSpec& spec, const ConvShape& shape, const TuneOptions& options,
                        const TuneProgress& progress) {
-  check_core_names(options.cores);
   const ConvGeometry g = conv_geometry(spec, shape);
   const Target target = current_target();
   const Problem problem = conv_problem(spec, shape);
