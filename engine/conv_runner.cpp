@@ -26,8 +26,14 @@ struct ConvKernelDivisors {
   FastDivArgs howo, wo, out_hw, wp, cw, tiles_m;
 };
 static_assert(sizeof(ConvKernelDivisors) == 48, "six FastDivs of two u32");
-// apnn::HaloGeometry of templates/conv_sm90a_halo.cuh has the same five ints.
+// Mirrors apnn::HaloGeometry of templates/conv_sm90a_halo.cuh: the rules' five ints, then
+// the multiply-shift of a division by row_tiles (a tile's image).
+struct HaloKernelGeometry {
+  rules::HaloGeometry geo;
+  FastDivArgs image_of_tile;
+};
 static_assert(sizeof(rules::HaloGeometry) == 20, "pw, rows, row_tiles, box_rows, slot_bytes");
+static_assert(sizeof(HaloKernelGeometry) == 28, "five ints and a FastDiv of two u32");
 
 // The halo core's view of the packed planes (conv_layout.h) as byte tensors
 // (templates/conv_sm90a_halo.cuh), both in boxes of rules::halo_row_bytes(C) rows (one or two
@@ -190,7 +196,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
                                 static_cast<cuuint32_t>(geo.box_rows * g.sh), 1};
     CUtensorMap wmap = halo_map(w.planes, wdims, wbox, 1, row_swizzle(row), "weights");
     CUtensorMap xmap = halo_map(x.planes, xdims, xbox, g.sh, row_swizzle(row), "activations");
-    rules::HaloGeometry kgeo = geo;
+    HaloKernelGeometry kgeo{geo, fast_div(geo.row_tiles)};
     void* hargs[] = {&wmap, &xmap, &rowsum, &possum, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv, &kgeo};
     d.block_x = rules::kHaloThreads;
     d.smem_bytes = static_cast<unsigned>(rules::halo_shared_bytes(s, g.C, geo));

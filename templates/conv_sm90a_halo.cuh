@@ -57,13 +57,18 @@
 
 namespace apnn {
 
-// The launch's grid, worked out by engine/conv_runner.cpp (ConvHaloArgs mirrors it).
+// The launch's grid, worked out by engine/conv_runner.cpp (HaloKernelGeometry mirrors it).
 struct HaloGeometry {
   int pw;          // grid columns a row: >= Wo + 2 at stride 1, Wo + 1 at stride 2
   int rows;        // output rows a tile: rows * pw <= kBN
   int row_tiles;   // tiles an image: ceil(Ho / rows)
   int box_rows;    // input rows a box: (rows + 2) at stride 1, (rows + 1) a phase at stride 2
   int slot_bytes;  // a box's shared memory: box_rows * pw * 16, rounded up to 128 (bulk copies' alignment)
+  // Tile t's image, t / row_tiles, every tile: a division by the run-time row_tiles is about
+  // 25 dependent instructions (5% of a 1x1 shortcut's consumer instructions; session 33,
+  // call 2), the multiply-shift three, with no loop-carried registers (stepping the image and
+  // row tile instead spilled a w1a2 bn 16 kernel).
+  FastDiv image_of_tile;
 };
 
 template <class T>
@@ -216,7 +221,7 @@ struct ConvSm90aHalo {
     const int box_bytes = geo.box_rows * geo.pw * 16;  // a chunk's bytes of a box
     int i = 0;
     for (int t = first; t < tiles; t += step, ++i) {
-      const int slot = i % T::kStages, n = t / geo.row_tiles, ho0 = (t - n * geo.row_tiles) * geo.rows;
+      const int slot = i % T::kStages, n = geo.image_of_tile.div(t), ho0 = (t - n * geo.row_tiles) * geo.rows;
       ptx::mbar_wait(L.empty0 + 8 * slot, ((i / T::kStages) & 1) ^ 1);
       const u32 full = L.full0 + 8 * slot, st = L.stages + slot * L.stage_bytes;
       ptx::mbar_arrive_expect_tx(full, T::kXBits * kPhases * L.chunks * box_bytes);
@@ -423,7 +428,7 @@ struct ConvSm90aHalo {
     const int i_step = alternate ? 2 : 1;
     int i = alternate ? wg : 0;
     for (int t = first + i * step; t < tiles; t += i_step * step, i += i_step) {
-      const int slot = i % T::kStages, n = t / geo.row_tiles, ho0 = (t - n * geo.row_tiles) * geo.rows;
+      const int slot = i % T::kStages, n = geo.image_of_tile.div(t), ho0 = (t - n * geo.row_tiles) * geo.rows;
       // The column's table entry; its pixsum loads are issued here and summed after the
       // mainloop (summed here, each thread would wait for them before its first wgmma).
       ConvColumn col{0, 0, -1, -1};
