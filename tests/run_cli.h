@@ -1,5 +1,6 @@
-// Runs the built `apnn` binary (APNN_CLI_PATH, or $APNN_CLI) from a test: stdout and stderr captured
-// through files (so stderr is not a terminal), a private cache, killed after 60 s.
+// Runs a built program from a test (run_apnn: the `apnn` binary, APNN_CLI_PATH or $APNN_CLI):
+// stdout and stderr captured through files (so stderr is not a terminal), a private cache,
+// killed after 60 s.
 #pragma once
 #include <fcntl.h>
 #include <signal.h>
@@ -25,9 +26,11 @@ struct CliResult {
   std::string out, err;
 };
 
-// The environment is the test's, less the cache and tuning variables, plus APNN_CACHE_DIR=cache.
-inline CliResult run_apnn(const std::vector<std::string>& args, const std::filesystem::path& workdir,
-                          const std::filesystem::path& cache, const std::filesystem::path& scratch) {
+// Runs `binary` with args in workdir. The environment is the test's, less the cache and
+// tuning variables, plus APNN_CACHE_DIR=cache.
+inline CliResult run_program(const std::string& binary, const std::vector<std::string>& args,
+                             const std::filesystem::path& workdir, const std::filesystem::path& cache,
+                             const std::filesystem::path& scratch) {
   const std::filesystem::path out = scratch / ".stdout", err = scratch / ".stderr";
   std::vector<std::string> env_store;
   for (char** e = environ; *e; ++e)
@@ -38,10 +41,7 @@ inline CliResult run_apnn(const std::vector<std::string>& args, const std::files
   std::vector<char*> envp, argv;
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
-  // APNN_CLI overrides the build's path: binaries carried to a GPU machine run from elsewhere.
-  // Made absolute here: the child runs in `workdir`.
-  const char* cli = std::getenv("APNN_CLI");
-  std::vector<std::string> argv_store = {cli && *cli ? std::filesystem::absolute(cli).string() : APNN_CLI_PATH};
+  std::vector<std::string> argv_store = {binary};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   for (auto& s : argv_store) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -61,7 +61,7 @@ inline CliResult run_apnn(const std::vector<std::string>& args, const std::files
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
-      FAIL("apnn timed out");
+      FAIL(binary << " timed out");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -70,6 +70,14 @@ inline CliResult run_apnn(const std::vector<std::string>& args, const std::files
   r.out = read_file(out);
   r.err = read_file(err);
   return r;
+}
+
+// The built `apnn`. APNN_CLI overrides the build's path: binaries carried to a GPU machine
+// run from elsewhere. Made absolute here: the child runs in `workdir`.
+inline CliResult run_apnn(const std::vector<std::string>& args, const std::filesystem::path& workdir,
+                          const std::filesystem::path& cache, const std::filesystem::path& scratch) {
+  const char* cli = std::getenv("APNN_CLI");
+  return run_program(cli && *cli ? std::filesystem::absolute(cli).string() : APNN_CLI_PATH, args, workdir, cache, scratch);
 }
 
 inline std::string describe(const std::vector<std::string>& args, const CliResult& r) {

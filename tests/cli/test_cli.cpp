@@ -33,11 +33,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
 
 using Result = CliResult;
 

@@ -1,0 +1,74 @@
+// apnn_bench_placement: does a conv kernel's time follow where its buffers land?
+// Builds the bench's rotated input sets (engine/input_sets.h) after padding the device
+// allocator with a buffer of each --pad-mb size, and times the kernel under the bench's rule.
+// Written for the int16 halo kernels' two speeds (bench/NOTES.md, session 34): a time that
+// holds across pads says the buffers' placement is not the cause.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "apnn/engine.h"
+#include "apnn/error.h"
+#include "apnn/spec.h"
+#include "engine/conv_runner.h"
+#include "engine/epilogue_device.h"
+#include "engine/input_sets.h"
+#include "runtime/device_buffer.h"
+#include "runtime/steady_timing.h"
+
+using namespace apnn;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Time one conv spec with its input sets placed after device pads of several sizes"};
+  std::string spec_path;
+  ConvShape s;
+  std::vector<double> pads_mb{0, 0, 1, 2, 4, 8, 16, 32, 64};
+  app.add_option("spec", spec_path, "kernel spec (JSON file) of an apconv")->required();
+  app.add_option("--batch", s.N, "input/output size")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
+  app.add_option("--in-channels", s.C, "input/output size")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
+  app.add_option("--height", s.H, "input/output size")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
+  app.add_option("--width", s.W, "input/output size")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
+  app.add_option("--out-channels", s.O, "input/output size")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
+  app.add_option("--pad-mb", pads_mb, "pad sizes in MB, each allocated before a fresh build of the input sets")
+      ->check(CLI::Range(0.0, 65536.0));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "apnn_bench_placement: %s\n", e.what());
+    return 2;
+  }
+  try {
+    std::ifstream f(spec_path);
+    if (!f) throw Error(ErrorKind::Io, "cannot read " + spec_path);
+    std::stringstream text;
+    text << f.rdbuf();
+    const KernelSpec spec = canonicalize(parse_spec_text(text.str()));
+    if (spec.op != Op::Apconv) throw Error(ErrorKind::InvalidInput, "op: apnn_bench_placement times an apconv spec");
+    Engine engine;
+    ConvRunner runner(engine.kernel(spec));
+    const ConvGeometry g = conv_geometry(spec, s);
+    const EpilogueDevice none;
+    const TimingRule rule;
+    for (double mb : pads_mb) {
+      const DeviceBuffer pad(static_cast<size_t>(mb * (1 << 20)) + 256);
+      ConvInputSets in(runner, spec, g, 0, 7);
+      const Timing t = time_rotated(rule, in.sets(), [&](int set) { runner.conv(in.w[set], in.x[set], g, none, in.y[set]); });
+      std::printf("pad %8.2f MB: %7.2f us over %d sets; set 0 at y %#llx, x %#llx, w %#llx\n", mb, t.us, in.sets(),
+                  static_cast<unsigned long long>(in.y[0].values.ptr()), static_cast<unsigned long long>(in.x[0].planes.ptr()),
+                  static_cast<unsigned long long>(in.w[0].planes.ptr()));
+      std::fflush(stdout);
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "apnn_bench_placement: %s\n", e.what());
+    const ErrorKind k = e.kind();
+    return k == ErrorKind::InvalidSpec || k == ErrorKind::InvalidInput || k == ErrorKind::Io ? 2 : 3;
+  }
+  return 0;
+}
