@@ -18,6 +18,7 @@
 #include "engine/conv_runner.h"
 #include "engine/epilogue_device.h"
 #include "engine/input_sets.h"
+#include "engine/tile_choice.h"
 #include "runtime/device_buffer.h"
 #include "runtime/steady_timing.h"
 
@@ -49,8 +50,11 @@ int main(int argc, char** argv) {
     if (!f) throw Error(ErrorKind::Io, "cannot read " + spec_path);
     std::stringstream text;
     text << f.rdbuf();
-    const KernelSpec spec = canonicalize(parse_spec_text(text.str()));
+    KernelSpec spec = parse_spec_text(text.str(), spec_path);  // canonicalize would fill in a shapeless tile
     if (spec.op != Op::Apconv) throw Error(ErrorKind::InvalidInput, "op: apnn_bench_placement times an apconv spec");
+    // A spec without a tile gets the one `apnn bench` and `apnn verify` would run at this shape.
+    spec = resolve_tile(spec, conv_problem(spec, s), current_target());
+    std::printf("spec %s\n", canonical_json(spec).c_str());
     Engine engine;
     ConvRunner runner(engine.kernel(spec));
     const ConvGeometry g = conv_geometry(spec, s);

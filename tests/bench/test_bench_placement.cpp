@@ -65,7 +65,7 @@ TEST_CASE("apnn_bench_placement: bad input is one line and exit 2") {
                                                    "kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
   expect_usage_error(sb, {}, "spec is required");
   expect_usage_error(sb, with_shape({(sb.dir / "missing.json").string()}), "cannot read");
-  expect_usage_error(sb, with_shape({sb.file("bad.json", "{\"op\": ")}), "spec");
+  expect_usage_error(sb, with_shape({sb.file("bad.json", "{\"op\": ")}), "malformed JSON");
   expect_usage_error(sb, with_shape({sb.file("apmm.json", R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned"})")}),
                      "op");
   expect_usage_error(sb, with_shape({sb.file("wbits.json", R"({"op":"apconv","w_bits":9,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",
@@ -93,8 +93,10 @@ TEST_CASE("apnn_bench_placement: a good request times each pad on a GPU, exits 3
   }
   REQUIRE(r.code == 0);
   const std::vector<std::string> lines = lines_of(r.out);
-  REQUIRE(lines.size() == 2);
-  CHECK(contains(lines[0], "pad     0.00 MB:"));
-  CHECK(contains(lines[1], "pad     1.50 MB:"));
-  for (const std::string& l : lines) CHECK(contains(l, " us over "));
+  REQUIRE(lines.size() == 3);
+  CHECK(contains(lines[0], "spec {"));  // the tile the bench would run at this shape
+  CHECK(contains(lines[0], "\"tile\""));
+  CHECK(contains(lines[1], "pad     0.00 MB:"));
+  CHECK(contains(lines[2], "pad     1.50 MB:"));
+  for (size_t i = 1; i < lines.size(); ++i) CHECK(contains(lines[i], " us over "));
 }
