@@ -17,13 +17,9 @@
 #include "test_util.h"
 
 struct TempCache {
-  std::filesystem::path dir;
-  TempCache() {
-    char tmpl[] = "/tmp/apnn-gpu-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-    setenv("APNN_CACHE_DIR", dir.c_str(), 1);
-  }
-  ~TempCache() { std::filesystem::remove_all(dir); }
+  ScratchDir scratch{"apnn-gpu-test"};
+  const std::filesystem::path& dir = scratch.path();
+  TempCache() { setenv("APNN_CACHE_DIR", dir.c_str(), 1); }
 };
 
 // For test cases of the sm_90a-only cores: true (after saying so) when this GPU is not sm_90a.

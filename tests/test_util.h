@@ -1,6 +1,9 @@
 // Small helpers shared by the test suites.
 #pragma once
+#include <stdlib.h>
+
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -19,6 +22,34 @@ inline void parallel_for(size_t n, unsigned threads, const std::function<void(si
     });
   for (auto& t : pool) t.join();
 }
+
+// A fresh directory "<temp dir>/<prefix>-XXXXXX", removed with everything in it when the
+// object goes (directories a test made read-only are made writable first).
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& prefix) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    if (!::mkdtemp(tmpl.data())) {
+      std::perror(("mkdtemp " + tmpl).c_str());
+      std::abort();
+    }
+    path_ = tmpl;
+  }
+  ~ScratchDir() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(path_, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->is_directory()) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 inline bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 

@@ -19,16 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Sandbox {
-  fs::path dir;
-  Sandbox() {
-    std::string tmpl = (fs::temp_directory_path() / "apnn-placement-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    dir = tmpl;
-  }
-  ~Sandbox() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+  ScratchDir scratch{"apnn-placement-test"};
+  const fs::path& dir = scratch.path();
   std::string file(const std::string& name, const std::string& text) const {
     write_file(dir / name, text);
     return (dir / name).string();

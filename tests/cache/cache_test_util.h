@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "apnn/cache.h"
+#include "test_util.h"
 
 namespace apnn_test {
 namespace fs = std::filesystem;
@@ -50,28 +51,11 @@ inline std::vector<std::string> files_under(const fs::path& dir) {
   return out;
 }
 
-class TempDir {
+// Tests make directories read-only: ScratchDir makes them removable again first.
+class TempDir : public ScratchDir {
  public:
-  TempDir() {
-    std::string tmpl = "/tmp/apnn-cache-test-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) std::abort();
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    // Tests make directories read-only; make them removable again first.
-    for (auto it = fs::recursive_directory_iterator(path_, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-      if (it->is_directory()) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& s) const { return path_ / s; }
-
- private:
-  fs::path path_;
+  TempDir() : ScratchDir("apnn-cache-test") {}
+  fs::path operator/(const std::string& s) const { return path() / s; }
 };
 
 // Redirects fd 2 into a file for the object's lifetime; text() returns what was written.

@@ -39,15 +39,6 @@ using Result = CliResult;
 // A scratch directory holding the test's files and its cache (APNN_CACHE_DIR=<dir>/cache).
 class Sandbox {
  public:
-  Sandbox() {
-    std::string tmpl = (fs::temp_directory_path() / "apnn-cli-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    dir_ = tmpl;
-  }
-  ~Sandbox() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   fs::path path(const std::string& name) const { return dir_ / name; }
   fs::path cache() const { return dir_ / "cache"; }
   std::string file(const std::string& name, const std::string& content) const {
@@ -59,7 +50,8 @@ class Sandbox {
   Result run(const std::vector<std::string>& args) const { return run_apnn(args, dir_, cache(), dir_); }
 
  private:
-  fs::path dir_;
+  ScratchDir scratch_{"apnn-cli-test"};
+  const fs::path& dir_ = scratch_.path();
 };
 
 // Exit code `code`, nothing on stdout, exactly one line on stderr containing every needle.

@@ -36,17 +36,6 @@ using nlohmann::json;
 
 class Sandbox {
  public:
-  Sandbox() {
-    std::string tmpl = (fs::temp_directory_path() / "apnn-cli-epilogue-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    dir_ = tmpl;
-  }
-  ~Sandbox() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  Sandbox(const Sandbox&) = delete;
-  Sandbox& operator=(const Sandbox&) = delete;
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   fs::path cache() const { return dir_ / "cache"; }
@@ -79,7 +68,8 @@ class Sandbox {
   CliResult run(const std::vector<std::string>& args) const { return run_apnn(args, dir_, cache(), dir_); }
 
  private:
-  fs::path dir_;
+  ScratchDir scratch_{"apnn-cli-epilogue"};
+  const fs::path& dir_ = scratch_.path();
 };
 
 // Exit `code`, nothing on stdout, exactly one line on stderr containing every needle.

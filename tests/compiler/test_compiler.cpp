@@ -89,9 +89,6 @@ T read_le(const std::vector<char>& b, size_t off) {
 class TempTmpdir {
  public:
   TempTmpdir() {
-    std::string tmpl = (fs::temp_directory_path() / "apnn-compiler-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    dir_ = tmpl;
     const char* old = std::getenv("TMPDIR");
     had_ = old != nullptr;
     if (had_) old_ = old;
@@ -102,13 +99,12 @@ class TempTmpdir {
       ::setenv("TMPDIR", old_.c_str(), 1);
     else
       ::unsetenv("TMPDIR");
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   const fs::path& dir() const { return dir_; }
 
  private:
-  fs::path dir_;
+  ScratchDir scratch_{"apnn-compiler-test"};
+  const fs::path& dir_ = scratch_.path();
   bool had_ = false;
   std::string old_;
 };

@@ -47,15 +47,13 @@ std::string model_path(const std::string& name) { return std::string(APNN_SOURCE
 // The suite's cache (APNN_CACHE_DIR=<dir>/cache, no tuning database) and the cold prewarm of
 // the three models into it, in order, with 2 threads: done once, on first use.
 struct Shared {
-  fs::path dir;
+  ScratchDir scratch{"apnn-prewarm-test"};
+  const fs::path& dir = scratch.path();
   std::map<std::string, apnn::Model> models;
   std::map<std::string, apnn::PrewarmReport> cold;
   std::vector<std::set<std::string>> seen_before;  // canonical specs of the models prewarmed earlier
 
   Shared() {
-    std::string tmpl = (fs::temp_directory_path() / "apnn-prewarm-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    dir = tmpl;
     ::setenv("APNN_CACHE_DIR", cache().c_str(), 1);
     ::unsetenv("APNN_CACHE_MAX_BYTES");
     ::unsetenv("APNN_TUNING_DB");
@@ -67,10 +65,6 @@ struct Shared {
       cold.emplace(name, apnn::prewarm(engine, models.at(name), apnn::nominal_target("sm_90a"), 2));
       for (const auto& r : cold.at(name).rows) seen.insert(r.canonical);
     }
-  }
-  ~Shared() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
   }
   fs::path cache() const { return dir / "cache"; }
 };

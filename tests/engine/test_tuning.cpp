@@ -26,16 +26,10 @@ using namespace apnn;
 namespace {
 
 struct TempDb {
-  fs::path dir;
-  TempDb() {
-    char tmpl[] = "/tmp/apnn-tuning-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-    setenv("APNN_TUNING_DB", (dir / "tuning.json").c_str(), 1);
-  }
-  ~TempDb() {
-    unsetenv("APNN_TUNING_DB");
-    fs::remove_all(dir);
-  }
+  ScratchDir scratch{"apnn-tuning-test"};
+  const fs::path& dir = scratch.path();
+  TempDb() { setenv("APNN_TUNING_DB", (dir / "tuning.json").c_str(), 1); }
+  ~TempDb() { unsetenv("APNN_TUNING_DB"); }
   fs::path path() const { return dir / "tuning.json"; }
 };
 
