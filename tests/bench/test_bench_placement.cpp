@@ -1,6 +1,6 @@
 // apnn_bench_placement (bench/placement_main.cpp) through its command line: every bad input
 // is one line on stderr and exit 2; without a GPU a good request exits 3, with one it prints
-// a time for each pad.
+// a time for each pad (after any preloaded kernels).
 #include <stdlib.h>
 
 #include <cstdlib>
@@ -67,13 +67,18 @@ TEST_CASE("apnn_bench_placement: bad input is one line and exit 2") {
                      "--batch");
   expect_usage_error(sb, {conv, "--batch", "2", "--in-channels", "64", "--height", "9", "--width", "7"}, "--out-channels");
   expect_usage_error(sb, with_shape({conv, "--pad-mb", "-1"}), "--pad-mb");
+  // Preloaded specs are read and checked before any driver call, as the timed one is.
+  expect_usage_error(sb, with_shape({conv, "--preload", (sb.dir / "missing.json").string()}), "cannot read");
+  expect_usage_error(sb, with_shape({sb.file("apmm2.json", R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned"})"),
+                                     "--preload", conv}),
+                     "apmm2.json: op");
 }
 
 TEST_CASE("apnn_bench_placement: a good request times each pad on a GPU, exits 3 without one") {
   Sandbox sb;
   const std::string conv = sb.file("conv.json", R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",
                                                    "kernel":[3,3],"stride":[1,1],"pad":[1,1]})");
-  const std::vector<std::string> args = with_shape({conv, "--pad-mb", "0", "1.5"});
+  const std::vector<std::string> args = with_shape({conv, "--pad-mb", "0", "1.5", "--preload", conv});
   const CliResult r = sb.run(args);
   INFO(describe(args, r));
   if (r.code == 3) {
@@ -85,10 +90,11 @@ TEST_CASE("apnn_bench_placement: a good request times each pad on a GPU, exits 3
   }
   REQUIRE(r.code == 0);
   const std::vector<std::string> lines = lines_of(r.out);
-  REQUIRE(lines.size() == 3);
-  CHECK(contains(lines[0], "spec {"));  // the tile the bench would run at this shape
-  CHECK(contains(lines[0], "\"tile\""));
-  CHECK(contains(lines[1], "pad     0.00 MB:"));
-  CHECK(contains(lines[2], "pad     1.50 MB:"));
-  for (size_t i = 1; i < lines.size(); ++i) CHECK(contains(lines[i], " us over "));
+  REQUIRE(lines.size() == 4);
+  CHECK(contains(lines[0], "preloaded {"));
+  CHECK(contains(lines[1], "spec {"));  // the tile the bench would run at this shape
+  CHECK(contains(lines[1], "\"tile\""));
+  CHECK(contains(lines[2], "pad     0.00 MB:"));
+  CHECK(contains(lines[3], "pad     1.50 MB:"));
+  for (size_t i = 2; i < lines.size(); ++i) CHECK(contains(lines[i], " us over "));
 }
