@@ -4,9 +4,7 @@
 // Written for the int16 halo kernels' two speeds (bench/NOTES.md, session 34): a time that
 // holds across pads says the buffers' placement is not the cause.
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -52,11 +50,7 @@ int main(int argc, char** argv) {
   }
   try {
     auto parse = [](const std::string& path) {
-      std::ifstream f(path);
-      if (!f) throw Error(ErrorKind::Io, "cannot read " + path);
-      std::stringstream text;
-      text << f.rdbuf();
-      const KernelSpec spec = parse_spec_text(text.str(), path);  // canonicalize would fill in a shapeless tile
+      const KernelSpec spec = load_spec_file(path);  // not canonicalized: that would fill in a shapeless tile
       if (spec.op != Op::Apconv) throw Error(ErrorKind::InvalidInput, path + ": op: apnn_bench_placement times apconv specs");
       return spec;
     };

@@ -22,7 +22,4 @@ void add_cache(CLI::App& app, Action* action);
 void add_prewarm(CLI::App& app, Action* action);
 void add_bench(CLI::App& app, Action* action);
 
-// Reads and validates a spec file (Error(Io) if unreadable, Error(InvalidSpec) if invalid).
-KernelSpec load_spec_file(const std::string& path);
-
 }  // namespace apnn::cli

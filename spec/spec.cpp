@@ -1,6 +1,8 @@
 #include "apnn/spec.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -169,6 +171,14 @@ KernelSpec parse_spec_text(std::string_view text, std::string_view origin) {
     fail(origin, fmt::format("malformed JSON: {}", what));
   }
   return parse_spec(j, origin);
+}
+
+KernelSpec load_spec_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::Io, fmt::format("{}: cannot read the spec file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_spec_text(ss.str(), path);
 }
 
 KernelSpec canonicalize(const KernelSpec& spec) {

@@ -59,10 +59,10 @@ namespace apnn {
 
 // The launch's grid, worked out by engine/conv_runner.cpp (HaloKernelGeometry mirrors it).
 struct HaloGeometry {
-  int pw;          // grid columns a row: >= Wo + 2 at stride 1, Wo + 1 at stride 2
+  int pw;          // grid columns a row: >= Wo + 2 at stride 1, Wo + 1 at stride 2, Wo for a 1x1 kernel
   int rows;        // output rows a tile: rows * pw <= kBN
   int row_tiles;   // tiles an image: ceil(Ho / rows)
-  int box_rows;    // input rows a box: (rows + 2) at stride 1, (rows + 1) a phase at stride 2
+  int box_rows;    // input rows a box: (rows + 2) at stride 1, (rows + 1) a phase at stride 2, rows for 1x1
   int slot_bytes;  // a box's shared memory: box_rows * pw * 16, rounded up to 128 (bulk copies' alignment)
   // Tile t's image, t / row_tiles, every tile: a division by the run-time row_tiles is about
   // 25 dependent instructions (5% of a 1x1 shortcut's consumer instructions; session 33,

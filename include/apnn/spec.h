@@ -60,6 +60,8 @@ struct KernelSpec {
 // Throws Error(InvalidSpec) naming the field. `origin` (a file name) prefixes messages.
 KernelSpec parse_spec(const nlohmann::json& j, std::string_view origin = "spec");
 KernelSpec parse_spec_text(std::string_view text, std::string_view origin = "spec");
+// Reads and parses a spec file: Error(Io) if unreadable, Error(InvalidSpec) if invalid.
+KernelSpec load_spec_file(const std::string& path);
 
 // Defaults filled (the tile chosen when absent); what cache keys and logs use.
 KernelSpec canonicalize(const KernelSpec& spec);
