@@ -100,21 +100,39 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // device call 9). The cp.async core keeps the epilogue's loads: its 8x2 w1a2 tile at
   // 1024x4096x4096 was 4% slower with them at the tile's start (same call).
   static constexpr bool kTermsAtTileStart = T::kClusterM * T::kClusterN > 1;  // the TMA core
-  static constexpr int kTermRegs = Core90::kWN < 32 ? 1 : Core90::kWN / 32;
+  // With a 16-bit output only a term's low 16 bits matter, so lane l holds the terms of
+  // columns 2l and 2l + 1 of each 64 as one word, and a thread's column pair takes one
+  // shuffle instead of two.
+  static constexpr bool kPackedTerms = E::kPlain && sizeof(typename E::Out) == 2;
+  static constexpr int kTermCols = kPackedTerms ? 64 : 32;  // columns a register holds across the warp
+  static constexpr int kTermRegs = (Core90::kWN + kTermCols - 1) / kTermCols;
   mutable u32 col_terms[kTermRegs];
+  __device__ __forceinline__ u32 column_term(int c, int n) const {
+    return c < Core90::kWN && n < this->N ? static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n) : 0u;
+  }
   __device__ __forceinline__ void load_column_terms(int n_base) const {
     if constexpr (T::kOffsetW != 0 && kTermsAtTileStart) {
       const int lane = threadIdx.x & 31;
 #pragma unroll
       for (int j = 0; j < kTermRegs; ++j) {
-        const int c = lane + 32 * j, n = n_base + c;
-        col_terms[j] = c < Core90::kWN && n < this->N ? static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n) : 0u;
+        if constexpr (kPackedTerms) {
+          const int c = 2 * lane + 64 * j, n = n_base + c;
+          col_terms[j] = __byte_perm(column_term(c, n), column_term(c + 1, n + 1), 0x5410);
+        } else {
+          const int c = lane + 32 * j;
+          col_terms[j] = column_term(c, n_base + c);
+        }
       }
     }
   }
+  // The packed terms of a thread's column pair in fragment ni (kPackedTerms).
+  __device__ __forceinline__ u32 column_pair(int ni, int tig) const {
+    return __shfl_sync(0xffffffffu, col_terms[ni / 8], (ni % 8) * 4 + tig);
+  }
   // The column pairs of kCount fragments of 8 columns from fragment ni0 (a compile-time
   // constant once unrolled) of the warpgroup's columns from n_base; on the TMA core every
-  // lane of the warp takes part.
+  // lane of the warp takes part. Packed terms come back as the pair's word and the word
+  // shifted down: each right in its low 16 bits.
   template <int kCount>
   __device__ __forceinline__ void column_terms(int n_base, int ni0, int tig, u32 (&col)[kCount][2]) const {
 #pragma unroll
@@ -123,6 +141,9 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       for (int e = 0; e < 2; ++e) {
         if constexpr (T::kOffsetW == 0) {
           col[c][e] = 0u;
+        } else if constexpr (kTermsAtTileStart && kPackedTerms) {
+          if (e == 0) col[c][0] = column_pair(ni0 + c, tig);
+          else col[c][1] = col[c][0] >> 16;
         } else if constexpr (kTermsAtTileStart) {
           col[c][e] = __shfl_sync(0xffffffffu, col_terms[(ni0 + c) / 4], ((ni0 + c) % 4) * 8 + 2 * tig + e);
         } else {
@@ -189,6 +210,10 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   __device__ __forceinline__ void stage_box(const i32 (&acc)[T::kGroups][1][kNI][4], int c, const u32 (&row_term)[2],
                                             u32 buf, int n_base, int row0, int g, int tig) const {
     static_assert(E::kPlain, "bulk-stored boxes hold the plain output");
+    if constexpr (kOutBytes == 2) {
+      stage_box16(acc, c, row_term, buf, n_base, row0, tig);
+      return;
+    }
 #pragma unroll
     for (int f0 = 0; f0 < kBoxFrags; f0 += 4) {  // column terms 4 fragments at a time: fewer live registers
       u32 col[4][2];
@@ -200,16 +225,50 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
           const int r = row0 + g + half * 8;
           const u32 v0 = row_term[half] + col[f - f0][0] + Core80::combine(acc, 0, c * kBoxFrags + f, half * 2);
           const u32 v1 = row_term[half] + col[f - f0][1] + Core80::combine(acc, 0, c * kBoxFrags + f, half * 2 + 1);
-          if constexpr (kOutBytes == 4) {
-            const int chunk = f * 2 + (tig >> 1);  // 16-byte chunk of the 128-byte row
-            const u32 addr = buf + r * 128 + ((chunk ^ (r & 7)) << 4) + (tig & 1) * 8;
-            asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
-          } else {  // int16: a fragment's 8 columns are one 16-byte chunk, a thread's pair 4 bytes of it
-            const u32 addr = buf + r * 128 + ((f ^ (r & 7)) << 4) + tig * 4;
-            asm volatile("st.shared.v2.b16 [%0], {%1, %2};\n" ::"r"(addr), "h"(static_cast<unsigned short>(v0)),
-                         "h"(static_cast<unsigned short>(v1)) : "memory");
-          }
+          const int chunk = f * 2 + (tig >> 1);  // 16-byte chunk of the 128-byte row
+          const u32 addr = buf + r * 128 + ((chunk ^ (r & 7)) << 4) + (tig & 1) * 8;
+          asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
         }
+    }
+  }
+
+  // stage_box for int16: a fragment's 8 columns are one 16-byte chunk of a row, and a thread's
+  // column pair packed into one word is its part of an 8x8 matrix of 16-bit elements, so one
+  // stmatrix stores two fragments' rows g and g + 8 (four matrices): a quarter of the shared
+  // stores of a pair at a time. Sums are taken mod 2^16 in each half of the word: the first
+  // column's in the low half (what lies above it is dropped), the second's in the high half
+  // (every term shifted up 16, so nothing carries into it but the first column's term, whose
+  // low half the sum leaves alone).
+  __device__ __forceinline__ void stage_box16(const i32 (&acc)[T::kGroups][1][kNI][4], int c, const u32 (&row_term)[2],
+                                              u32 buf, int n_base, int row0, int tig) const {
+    const int lane = threadIdx.x & 31;
+    // Lane l addresses row l%8 of matrix l/8: matrices 0 and 1 are the first fragment's rows
+    // g and g + 8, 2 and 3 the second's. Row r's chunk f lies at chunk f ^ (r & 7), and
+    // r & 7 == l & 7 (row0 is a multiple of 16).
+    const u32 row_addr = buf + (row0 + (lane & 7) + ((lane >> 3) & 1) * 8) * 128;
+    const int swz = lane & 7, second = lane >> 4;
+#pragma unroll
+    for (int f = 0; f < kBoxFrags; f += 2) {
+      u32 packed[2][2];  // [fragment][half]
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const int ni = c * kBoxFrags + f + k;
+        u32 col = 0u;
+        if constexpr (T::kOffsetW != 0 && kTermsAtTileStart) {
+          col = column_pair(ni, tig);
+        } else if constexpr (T::kOffsetW != 0) {
+          u32 cols[1][2];
+          column_terms(n_base, ni, tig, cols);
+          col = __byte_perm(cols[0][0], cols[0][1], 0x5410);
+        }
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const u32 lo = row_term[half] + col + Core80::combine(acc, 0, ni, half * 2);
+          const u32 hi = (row_term[half] << 16) + col + (Core80::combine(acc, 0, ni, half * 2 + 1) << 16);
+          packed[k][half] = __byte_perm(lo, hi, 0x7610);
+        }
+      }
+      ptx::stmatrix_x4(row_addr + (((f + second) ^ swz) << 4), packed[0][0], packed[0][1], packed[1][0], packed[1][1]);
     }
   }
 
