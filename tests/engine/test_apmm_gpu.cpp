@@ -259,14 +259,14 @@ TEST_CASE("int16 output (spec \"output\": \"int16\"): every core, bit-exact on s
   TempCache cache;
   struct Case { int p, q; Encoding we; Tile t; };
   // mma.sync tiles; the cp.async wgmma core (128x256/1024 8x1: 256 columns a warpgroup,
-  // staged 64-column boxes in a pipeline slot); the TMA core with two-box staging (128x192,
-  // and 128x256 st4: the bench's w1a2-i16 and w1a1-i16 tiles at 8192^3),
-  // whole-tile staging (128x128 st4: 32 KB of int16 beside the pipeline), and warpgroups whose
+  // staged 64-column boxes in a pipeline slot, with and without pm1 weights' column terms);
+  // the TMA core with two-box staging (128x192, and 128x256 st4: the bench's w1a2-i16 and
+  // w1a1-i16 tiles at 8192^3), whole-tile staging (128x128 st4: 32 KB of int16 beside the pipeline), and warpgroups whose
   // columns are not whole int16 boxes (64x192 4x2 and 128x96: 96; 128x32: plain stores).
   const Case cases[] = {
       {1, 2, Encoding::Pm1, {16, 8, 256, 2, 1, 1}},        {2, 2, Encoding::Signed, {64, 128, 512, 2, 2, 4}},
       {1, 1, Encoding::Unsigned, {128, 256, 512, 3, 2, 4}}, {1, 2, Encoding::Pm1, {128, 192, 1024, 3, 8, 1, 2}},
-      {1, 1, Encoding::Unsigned, {128, 256, 1024, 3, 8, 1}},
+      {1, 1, Encoding::Unsigned, {128, 256, 1024, 3, 8, 1}}, {1, 1, Encoding::Pm1, {128, 256, 1024, 3, 8, 1}},
       {1, 2, Encoding::Pm1, {128, 128, 1024, 4, 8, 1, 2}}, {2, 2, Encoding::Pm1, {64, 192, 1024, 3, 4, 2, 2}},
       {2, 2, Encoding::Signed, {128, 96, 1024, 3, 8, 1, 2}}, {1, 2, Encoding::Pm1, {128, 32, 1024, 3, 8, 1, 2}},
       {1, 1, Encoding::Pm1, {64, 256, 1024, 3, 4, 2, 4}},   {1, 1, Encoding::Pm1, {128, 256, 1024, 4, 8, 1, 2}},
