@@ -172,6 +172,10 @@ struct ConvSm90aHalo {
       }
       ptx::mbar_init(L.wfull, 1);
       ptx::fence_mbar_init();
+      // The tensor maps are kernel parameters, which no earlier kernel writes: fetched before
+      // the dependency wait, they are at hand for the first copy after it.
+      ptx::prefetch_tma_map(wmap);
+      ptx::prefetch_tma_map(xmap);
     }
     __syncthreads();
     // Launched with early_start (conv_runner.cpp): global memory only after the wait.
@@ -200,8 +204,6 @@ struct ConvSm90aHalo {
 
   static __device__ void produce(const Layout& L, const TmaMap* wmap, const TmaMap* xmap, const HaloGeometry& geo, int m0,
                                  int first, int step, int tiles) {
-    ptx::prefetch_tma_map(wmap);
-    ptx::prefetch_tma_map(xmap);
     const u64 keep = ptx::policy_evict_last();
     const int row = row_bytes(L.chunks);  // W's and X's box rows
     if (L.chunks == 1) {

@@ -72,8 +72,6 @@ struct GemmSm90aTma {
   // Lane 0 of the producer warp: every (patch, K step) of this block, kStages ahead.
   static __device__ __forceinline__ void produce(u32 smem_base, u32 full0, u32 empty0, const TmaMap* wmap,
                                                  const TmaMap* xmap, const Patches& patches, int ktiles, int rm, int rn) {
-    ptx::prefetch_tma_map(wmap);
-    ptx::prefetch_tma_map(xmap);
     // Multicast masks: the blocks of this patch row (same M tile) and column (same N tile).
     unsigned short row_mask = 0, col_mask = 0;
 #pragma unroll
@@ -135,6 +133,10 @@ struct GemmSm90aTma {
         ptx::mbar_init(empty0 + s * 8, kPeers * kConsumerWarps);
       }
       ptx::fence_mbar_init();
+      // The tensor maps are kernel parameters, which no earlier kernel writes: fetched before
+      // the dependency wait, they are at hand for the first copy after it.
+      ptx::prefetch_tma_map(wmap);
+      ptx::prefetch_tma_map(xmap);
     }
     ptx::cluster_sync();  // the peers' barriers exist before any copy or arrival reaches them
     // Launched with early_start (apmm_runner.cpp): the launch, the barrier setup and the
