@@ -21,16 +21,16 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // null: the runner passes one when a row's bytes are a multiple of 16 (a TMA row stride).
   const TmaMap* ymap;
 
-  // Staged stores (store_staged): each warpgroup writes its 64 rows 32 columns at a time into
-  // one of two 8 KB buffers (rows of 128 bytes, the 128-byte swizzle) and one thread hands
-  // the buffer to the copy engine, so the warps go on to the next tile while the output
-  // drains. The buffers live in the pipeline slot of the tile's last K step, which the next
-  // tile refills only after the next block-wide barrier (the TMA core releases that slot
-  // after the copy engine read it). Measured on the cp.async core (bench/NOTES-wgmma.md,
-  // session 4): 9-10% faster for 256-column warpgroups (w1a1), 3-5% slower at 64 and 128
-  // columns, so only the former stage. The TMA core gives the two buffers their own place
-  // beside the pipeline where it has room (store_staged<true>; session 18: w1a1 1.03-1.05x,
-  // and w1a2's 128x128 tile keeps 4 stages), and uses the slot only where it has none.
+  // Staged stores (store_staged): each warpgroup writes its 64 rows a box (32 int32 or 64 int16
+  // columns) at a time into one of two 8 KB buffers (rows of 128 bytes, the 128-byte swizzle) and
+  // one thread hands the buffer to the copy engine, so the warps go on to the next tile while the
+  // output drains. The buffers live in the pipeline slot of the tile's last K step, which the next
+  // tile refills only after the next block-wide barrier (the TMA core releases that slot after the
+  // copy engine read it). Measured on the cp.async core (bench/NOTES-wgmma.md, session 4): 9-10%
+  // faster for 256-column warpgroups (w1a1), 3-5% slower at 64 and 128 columns, so only the former
+  // stage. The TMA core gives the two buffers their own place beside the pipeline where it has room
+  // (store_staged<true>; session 18: w1a1 1.03-1.05x, and w1a2's 128x128 tile keeps 4 stages), and
+  // uses the slot only where it has none.
   static constexpr int kStagingBytes = 2 * 64 * 128;  // per warpgroup
   static constexpr int kWarpgroups = T::kWarpsM * T::kWarpsN / 4;
   using E = typename T::Epi;
@@ -91,11 +91,11 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
         row_term[half] += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(this->K);
     }
   }
-  // ... and its columns': with pm1 (offset) weights, kOffsetW * xsum per column. On the TMA
-  // core they are loaded at each patch's start (load_column_terms) by lane l for the
-  // warpgroup's columns l, l + 32, ..., so that the load's latency passes under the mainloop,
-  // and the epilogue gathers a thread's columns with shuffles. Loaded 8 columns at a time in
-  // the epilogue they cost a memory latency per 32 columns: in the bench, against that,
+  // ... and its columns': with pm1 (offset) weights, kOffsetW * xsum per column. On the TMA core
+  // they are loaded at each patch's start (load_column_terms) by lane l for the warpgroup's columns
+  // l, l + 32, ... (a 16-bit output's packed pairs: below), so that the load's latency passes under
+  // the mainloop, and the epilogue gathers a thread's columns with shuffles. Loaded 8 columns at a
+  // time in the epilogue they cost a memory latency per 32 columns: in the bench, against that,
   // w1a2 8192^3 267.07 -> 246.31 us, w1a3 and w1a4 1.13-1.24x at 1024^3 to 8192x4096^2 (session 16,
   // device call 9). The cp.async core keeps the epilogue's loads: its 8x2 w1a2 tile at
   // 1024x4096x4096 was 4% slower with them at the tile's start (same call).
@@ -237,8 +237,8 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // stmatrix stores two fragments' rows g and g + 8 (four matrices): a quarter of the shared
   // stores of a pair at a time. Sums are taken mod 2^16 in each half of the word: the first
   // column's in the low half (what lies above it is dropped), the second's in the high half
-  // (every term shifted up 16, so nothing carries into it but the first column's term, whose
-  // low half the sum leaves alone).
+  // (every term shifted up 16 bits; the low half holds only the first column's term, so
+  // nothing carries into the high half).
   __device__ __forceinline__ void stage_box16(const i32 (&acc)[T::kGroups][1][kNI][4], int c, const u32 (&row_term)[2],
                                               u32 buf, int n_base, int row0, int tig) const {
     const int lane = threadIdx.x & 31;

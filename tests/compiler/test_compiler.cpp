@@ -478,10 +478,9 @@ TEST_CASE("compiler: an error inside a header and a missing header are Compile e
 
 TEST_CASE("compiler: the int16 output compiles without spills on every APMM and APConv core") {
   // The cp.async wgmma core staging 64-column boxes in a pipeline slot (128x256/1024 8x1, with
-  // and without pm1 weights' column terms); the
-  // TMA tiles: whole-tile staging (128x128: 32 KB of int16 beside 4 stages), and 96 columns a
-  // warpgroup (64x192 4x2, 128x96: not whole 64-column int16 boxes, plain stores). The two-box
-  // staging of 128x192 is checked below.
+  // and without pm1 weights' column terms); the TMA tiles: whole-tile staging (128x128: 32 KB
+  // of int16 beside 4 stages), and 96 columns a warpgroup (64x192 4x2, 128x96: not whole
+  // 64-column int16 boxes, plain stores). The two-box staging of 128x192 is checked below.
   const struct { const char* prec; const char* tile; const char* arch; } cases[] = {
       {R"("w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned")", R"({"bm":64,"bn":64,"bk":512})", "sm_80"},
       {R"("w_bits":1,"w_enc":"unsigned","x_bits":1,"x_enc":"unsigned")", R"({"bm":128,"bn":256,"bk":512})", "sm_90a"},
