@@ -353,6 +353,12 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     if (!kRegion && leader) ptx::bulk_wait_read<0>();  // before the next block-wide barrier lets the slot refill
   }
 
+  // The output's tensor map, where there is one, fetched ahead of the first bulk store (a
+  // kernel parameter: before the dependency wait).
+  __device__ __forceinline__ void prefetch_output_map() const {
+    if (ymap != nullptr) ptx::prefetch_tma_map(ymap);
+  }
+
   // After the block's last tile: its bulk stores have reached global memory.
   __device__ __forceinline__ void finish_stores() const {
     if (ymap != nullptr && (threadIdx.x & 127) == 0) ptx::bulk_wait<0>();
@@ -365,6 +371,7 @@ __device__ __forceinline__ void apmm_sm90a(u32* smem, const u32* wp, const i32* 
   const int out_cw = (M + 127) / 128 * 4;
   const ApmmProblemSm90a<T> prob{{wp, static_cast<i64>(M) * ld, M, ld, ld, xp, wsum, xsum, epi, smem, M, N, K, N, N, out_cw},
                                  ymap};
+  if (threadIdx.x == 0) prob.prefetch_output_map();
   // Launched with early_start (apmm_runner.cpp): global memory only after the wait.
   ptx::grid_dependency_wait();
   GemmSm90a<T>::run(smem, prob);

@@ -111,10 +111,10 @@ struct GemmSm90aTma {
     }
   }
 
-  // Problem: m/n bounds, load_column_terms(n_base) (before each patch's mainloop, with the
-  // warpgroup's first column), store(), store_staged(), store_tile_staged() and finish_stores()
-  // (ApmmProblemSm90a); its operand pointers are not read (the tensor maps describe the
-  // operands).
+  // Problem: m/n bounds, prefetch_output_map(), load_column_terms(n_base) (before each patch's
+  // mainloop, with the warpgroup's first column), store(), store_staged(), store_tile_staged()
+  // and finish_stores() (ApmmProblemSm90a); its operand pointers are not read (the tensor maps
+  // describe the operands).
   template <class Problem>
   static __device__ __forceinline__ void run(u32* smem_raw, const TmaMap* wmap, const TmaMap* xmap, const Problem& prob) {
     const u32 raw_addr = ptx::smem_addr(smem_raw);
@@ -134,9 +134,11 @@ struct GemmSm90aTma {
       }
       ptx::fence_mbar_init();
       // The tensor maps are kernel parameters, which no earlier kernel writes: fetched before
-      // the dependency wait, they are at hand for the first copy after it.
+      // the dependency wait, they are at hand for the first copy after it (the output's for
+      // the first bulk store).
       ptx::prefetch_tma_map(wmap);
       ptx::prefetch_tma_map(xmap);
+      prob.prefetch_output_map();
     }
     ptx::cluster_sync();  // the peers' barriers exist before any copy or arrival reaches them
     // Launched with early_start (apmm_runner.cpp): the launch, the barrier setup and the
