@@ -93,6 +93,7 @@ nlohmann::json Report::to_json() const {
             {"mma_sync_b1_and_tops", peaks.mma_sync_b1_tops},
             {"dram_write_gbs", peaks.dram_write_gbs},
             {"launch_floor_us", peaks.launch_floor_us},
+            {"launch_floor_early_us", peaks.launch_floor_early_us},
             {"l2_read_gbs", peaks.l2_read_gbs},
             {"overlap",
              {{"wgmma_b1_and_tops", peaks.overlap_wgmma_tops},

@@ -204,11 +204,16 @@ TEST_CASE("bench: JSON rows carry TOPS, the best vendor, speedup and binary effi
   CHECK(doc.at("format") == "apnn-bench-1");
   CHECK(doc.at("rows").size() == rep.rows.size());
   CHECK(doc.at("peaks").at("wgmma_b1_and_tops") == 16000);
+  CHECK(doc.at("peaks").at("launch_floor_early_us") == 0);  // not measured
+  rep.peaks.launch_floor_us = 3.5;
+  rep.peaks.launch_floor_early_us = 2.25;
   rep.peaks.l2_read_gbs = 7000;
   rep.peaks.overlap_wgmma_tops = 15000;
   rep.peaks.overlap_write_gbs = 2300;
   rep.peaks.overlap_read_gbs = 2100;
   const nlohmann::json probe = rep.to_json().at("peaks");
+  CHECK(probe.at("launch_floor_us") == 3.5);
+  CHECK(probe.at("launch_floor_early_us") == 2.25);
   CHECK(probe.at("l2_read_gbs") == 7000);
   CHECK(probe.at("overlap").at("wgmma_b1_and_tops") == 15000);
   CHECK(probe.at("overlap").at("write_gbs") == 2300);
@@ -393,8 +398,15 @@ TEST_CASE("bench: the peak probes' source names its kernels and instructions") {
   CHECK(contains(with, "st.global.L2::cache_hint.v4.u32"));  // the GEMM's L2 policies: stores evict_first
   CHECK(contains(with, "complete_tx::bytes.L2::cache_hint"));  // and reads evict_last
   CHECK_FALSE(contains(without, "overlap_probe"));
+  // The early-start launch floor lets the next launch go before it waits, as ours do at best.
+  const size_t early = with.find("empty_early_launch"), trigger = with.find("griddepcontrol.launch_dependents", early),
+               wait = with.find("griddepcontrol.wait", early);
+  REQUIRE(early != std::string::npos);
+  REQUIRE(trigger != std::string::npos);
+  CHECK(trigger < wait);
+  CHECK_FALSE(contains(without, "griddepcontrol"));
   // NVRTC needs no GPU: the probes must compile for the archs that run them.
-  GeneratedSource src{"apnn_peak_probe.cu", with, {}, {"mma_b1_peak", "wgmma_b1_peak", "overlap_probe"}};
+  GeneratedSource src{"apnn_peak_probe.cu", with, {}, {"mma_b1_peak", "wgmma_b1_peak", "overlap_probe", "empty_early_launch"}};
   CHECK_FALSE(compile_cubin(src, "sm_90a").cubin.empty());
   src.source = without;
   CHECK_FALSE(compile_cubin(src, "sm_80").cubin.empty());
