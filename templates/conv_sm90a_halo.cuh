@@ -104,6 +104,10 @@ struct ConvSm90aHalo {
   // n128-14x14x256 bn+relu+q2 ran 25.6 us against the plain 15.0.
   static constexpr bool kRowParams = !E::kQThresholds && (E::kScaleBias || E::kQuantize);
   static constexpr int kRowWords = E::kQThresholds ? 1 << E::kQBits : (kRowParams ? 4 : 0);
+  // 2-bit codes by thresholds keep ChannelThresholds::spread_table as the row's last word: a
+  // row's two plane bits go into a word of 16 rows of both planes with two instructions, where
+  // the code table's code took two a plane.
+  static constexpr bool kSpread = E::kQThresholds && E::kQBits == 2;
   static_assert(kRowWords <= kStgPitch - kBN && kRowWords <= 8, "halo core: a row's words past its columns");
   // Row r's RowParams, from the row words at a (row 0's) plus r rows.
   static __device__ __forceinline__ RowParams row_params_at(u32 a, int r) {
@@ -322,15 +326,16 @@ struct ConvSm90aHalo {
                          : "=r"(w[k]), "=r"(w[k + 1]), "=r"(w[k + 2]), "=r"(w[k + 3])
                          : "r"(a + 4 * k));
         }
-        // The table shifted by one code per threshold y reaches: an ISETP and a predicated
-        // SHF each (a count of the compares, then one shift, took 2-3 more).
+        // The table shifted by one code (the spread table: one bit) per threshold y reaches:
+        // an ISETP and a predicated SHF each (a count of the compares, then one shift, took
+        // 2-3 more).
         u32 x = w[kRowWords - 1];
 #pragma unroll
         for (int k = 0; k < kRowWords - 1; ++k)
           asm("{\n .reg .pred p;\n setp.ge.s32 p, %1, %2;\n @p shr.b32 %0, %0, %3;\n}\n"
               : "+r"(x)
-              : "r"(y), "r"(w[k]), "n"(E::kQBits));
-        return x;  // the code in its low kQBits bits, the higher codes above
+              : "r"(y), "r"(w[k]), "n"(kSpread ? 1 : E::kQBits));
+        return x;  // the code in its low kQBits bits (spread: bits 0 and 16), the higher codes above
       } else {
         const RowParams p = row_params_at(thr, r);
         return quantize_code<E>(static_cast<float>(E::post_row(E::pre_row(y, p), p)), p.q_scale, p.q_zero);
@@ -341,9 +346,26 @@ struct ConvSm90aHalo {
       const int o = row0 + 32 * chunk + r;
       const u32 v = staged(stg + (32 * chunk + r) * kStgPitch * 4);
       const u32 c = code(prob, static_cast<i32>(v + prob.correction(o, col)), o, 32 * chunk + r);
-      // Bit s of the code to bit r of plane s's word: a shift and one LOP3 ((a & m) | b).
+      if constexpr (kSpread) {
+        // Rows 0-15 in word 0, 16-31 in word 1: bit r % 16 plane 0's, bit 16 + r % 16 plane 1's
+        // (planes() sorts them out). r is a constant where the rows unroll.
+        const int b = r & 15;
+        const u32 bits = (c << b) & (0x00010001u << b);
+        if (r < 16) word[0] |= bits;
+        else word[1] |= bits;
+      } else {
+        // Bit s of the code to bit r of plane s's word: a shift and one LOP3 ((a & m) | b).
 #pragma unroll
-      for (int s = 0; s < E::kQBits; ++s) word[s] |= (r >= s ? c << (r - s) : c >> (s - r)) & (1u << r);
+        for (int s = 0; s < E::kQBits; ++s) word[s] |= (r >= s ? c << (r - s) : c >> (s - r)) & (1u << r);
+      }
+    }
+    // The spread form's two words of 16 rows of both planes -> each plane's 32 rows.
+    static __device__ __forceinline__ void planes(u32 (&word)[E::kQBits]) {
+      if constexpr (kSpread) {
+        const u32 lo = word[0], hi = word[1];
+        word[0] = __byte_perm(lo, hi, 0x5410);  // rows 0-15 of plane 0, then rows 16-31
+        word[1] = __byte_perm(lo, hi, 0x7632);
+      }
     }
     __device__ __forceinline__ void run(const Prob& prob, const ConvColumn& col) const {
       i32 sum = 0;
@@ -356,6 +378,7 @@ struct ConvSm90aHalo {
         } else {
           for (int r = 0; r < valid; ++r) row(prob, col, chunk, r, word);
         }
+        planes(word);
 #pragma unroll
         for (int s = 0; s < E::kQBits; ++s) {
           dst[s * plane_words + chunk] = word[s];
@@ -406,7 +429,10 @@ struct ConvSm90aHalo {
 #pragma unroll
           for (int k = 0; k < kRowWords - 1; ++k)
             asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a + 4 * k), "r"(th.t[k]) : "memory");
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a + 4 * (kRowWords - 1)), "r"(th.code_table()) : "memory");
+          u32 table;
+          if constexpr (kSpread) table = th.spread_table();
+          else table = th.code_table();
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a + 4 * (kRowWords - 1)), "r"(table) : "memory");
         } else {
           const RowParams p = row_params<E>(prob.epi, o);
           asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "f"(p.scale), "f"(p.bias), "f"(p.q_scale),

@@ -116,6 +116,19 @@ struct ChannelThresholds {
     for (int n = 0; n <= kSteps; ++n) table |= code_of_count(n) << (E::kQBits * n);
     return table;
   }
+  // For 2-bit codes: bit 0 of count n's code at bit n, bit 1 at bit 16 + n. Shifted right by
+  // the count, its bits 0 and 16 are the code's two plane bits, which one shift and one LOP3
+  // put into a word of 16 rows of both planes (conv_sm90a_halo.cuh's QuantReadout).
+  __device__ __forceinline__ u32 spread_table() const {
+    static_assert(E::kQBits == 2, "spread_table: 2-bit codes");
+    u32 table = 0;
+#pragma unroll
+    for (int n = 0; n <= kSteps; ++n) {
+      const u32 c = code_of_count(n);
+      table |= (c & 1u) << n | (c >> 1) << (16 + n);
+    }
+    return table;
+  }
 };
 
 // Pool over the window's kSS staged columns (row-major), in the reference's order.
