@@ -1128,6 +1128,15 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
     CHECK(contains(why, "up to 128, 129-256, 385-512 or 641-768"));
   }
   CHECK(contains(apnn::rules::halo_launch_error(s, 256, 256, 14, 200, limit, 132), "200-wide"));
+  // O <= 64 (warpgroups on alternate tiles) needs an even stage count: 3 faulted on the GPU.
+  for (int stages : {2, 3, 4}) {
+    s.tile = Tile{128, 64, 256, stages, 8, 1, 1, true};
+    const std::string why = apnn::rules::halo_launch_error(s, 64, 64, 56, 56, limit, 132);
+    CHECK(why.empty() == (stages != 3));
+    if (stages == 3) CHECK(contains(why, "out-channels 64 put the halo core's warpgroups on alternate tiles"));
+    CHECK(apnn::rules::halo_launch_error(s, 64, 65, 56, 56, limit, 132).empty());  // O > 64: both on each tile
+  }
+  s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
   // A block an M tile: 133 tiles of 128 rows need more SMs than 132.
   CHECK(apnn::rules::halo_launch_error(s, 256, 128 * 132, 14, 14, limit, 132).empty());
   CHECK(contains(apnn::rules::halo_launch_error(s, 256, 128 * 132 + 1, 14, 14, limit, 132), "out-channels 16897 make 133 tiles"));
