@@ -545,13 +545,15 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int6
                        "memory)",
                        C, chunks);
   // O <= 64: the two warpgroups take alternate tiles, so with an odd stage count a slot's
-  // successive tiles alternate between them. Such launches faulted (CUDA_ERROR_LAUNCH_FAILED)
-  // at n128 56x56x64 with 3 stages at bn 64, 80 and 128, and at n32, on three of four machines
-  // (session 36, device calls 2-5), in builds before and after that session; 2 and 4 stages
-  // and O = 128 at 3 stages ran exact there. The cause is not found: refused until it is.
+  // successive tiles alternate between them. With 3 stages such launches faulted
+  // (CUDA_ERROR_LAUNCH_FAILED) on four of five machines, in builds before and after session 36
+  // (device calls 2-7): n128 56x56 at C 64 and 256, bn 64, 80 and 128, O 64 and 32; n32 56x56
+  // and 112x112. 2, 4 and 6 stages, and O = 128 at 3, ran exact there; so did 5 and 7 in the
+  // few launches tried, and 3 at 14x14 and 28x28. The cause is not found: every odd count is
+  // refused until it is.
   if (O <= 64 && t.stages % 2 != 0)
     return fmt::format("shape: out-channels {} put the halo core's warpgroups on alternate tiles, which need an even "
-                       "tile.stages (got {}; odd counts faulted, bench/NOTES.md session 36)",
+                       "tile.stages (got {}; 3 faulted, bench/NOTES.md session 36)",
                        O, t.stages);
   const HaloGeometry g = halo_geometry(spec.conv, Ho, Wo, t.bn);
   if (g.rows <= 0 || g.pw * spec.conv.sh > 256)
