@@ -544,16 +544,18 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int6
                        "to 128, 129-256, 385-512 or 641-768 (one chunk a kernel position, or whole k256 slices; W in shared "
                        "memory)",
                        C, chunks);
-  // O <= 64: the two warpgroups take alternate tiles, so with an odd stage count a slot's
-  // successive tiles alternate between them. With 3 stages such launches faulted
-  // (CUDA_ERROR_LAUNCH_FAILED) on four of five machines, in builds before and after session 36
-  // (device calls 2-7): n128 56x56 at C 64 and 256, bn 64, 80 and 128, O 64 and 32; n32 56x56
-  // and 112x112. 2, 4 and 6 stages, and O = 128 at 3, ran exact there; so did 5 and 7 in the
-  // few launches tried, and 3 at 14x14 and 28x28. The cause is not found: every odd count is
-  // refused until it is.
+  // O <= 64: the two warpgroups take alternate tiles. With an odd stage count a slot's
+  // successive tiles then belong to different warpgroups, so one may wait for the slot's next
+  // load before the other's has landed. An mbarrier wait knows only the phase's parity, so it
+  // passes two phases early; that warpgroup releases the slot, and the producer's next
+  // arrive.expect_tx lands on a barrier whose phase already has its arrival: cuda-gdb stopped
+  // there with a Warp Illegal Instruction (SYNCS.ARRIVE.TRANS64; session 36, device call 10).
+  // With 3 stages it faulted on most machines (calls 2-9: n128 56x56 at C 64 and 256, O 32 and
+  // 64; 112x112), with more stages the loads run further ahead and it was not seen. With an
+  // even count each slot stays with one warpgroup, which waits only after its own last tile.
   if (O <= 64 && t.stages % 2 != 0)
     return fmt::format("shape: out-channels {} put the halo core's warpgroups on alternate tiles, which need an even "
-                       "tile.stages (got {}; 3 faulted, bench/NOTES.md session 36)",
+                       "tile.stages (got {}: with an odd count a slot's tiles alternate between them)",
                        O, t.stages);
   const HaloGeometry g = halo_geometry(spec.conv, Ho, Wo, t.bn);
   if (g.rows <= 0 || g.pw * spec.conv.sh > 256)

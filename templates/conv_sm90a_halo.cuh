@@ -407,6 +407,9 @@ struct ConvSm90aHalo {
     // O <= 64: the warpgroups take alternate tiles, both with W's rows 0-63 (as one warpgroup
     // a tile, the other's rows were past O: its wgmmas were wasted and it idled through the
     // readout, which the layers with 64 channels are bound by).
+    // With an odd stage count a slot's tiles would alternate between the warpgroups, and one
+    // could wait two phases of its full barrier early (parity waits): the runner's
+    // rules::halo_launch_error asks for an even count here.
     const bool alternate = prob.a_rows <= 64;
     const int a_row = alternate ? 0 : wg * 64;  // this warpgroup's first row of the M tile
     const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + a_row * kRow, kSlices == 0 ? 0 : 16, 8 * kRow, kWSwizzle);

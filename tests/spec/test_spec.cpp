@@ -1128,7 +1128,8 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
     CHECK(contains(why, "up to 128, 129-256, 385-512 or 641-768"));
   }
   CHECK(contains(apnn::rules::halo_launch_error(s, 256, 256, 14, 200, limit, 132), "200-wide"));
-  // O <= 64 (warpgroups on alternate tiles) needs an even stage count: 3 faulted on the GPU.
+  // O <= 64 (warpgroups on alternate tiles) needs an even stage count: with an odd one a slot's
+  // tiles alternate between the warpgroups and a parity wait could pass two phases early.
   for (int stages : {2, 3, 4}) {
     s.tile = Tile{128, 64, 256, stages, 8, 1, 1, true};
     const std::string why = apnn::rules::halo_launch_error(s, 64, 64, 56, 56, limit, 132);
