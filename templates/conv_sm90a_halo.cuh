@@ -99,7 +99,8 @@ struct ConvSm90aHalo {
   // A chain's per-channel words sit in each staging row past the tile's columns (a pitch
   // leaves 8 or 24 words there), written once (a block keeps its M tile), so that the readout
   // takes a row's with one broadcast load: a quantize by thresholds keeps the thresholds and
-  // code table (ChannelThresholds::code_table), the float ops a RowParams. From global
+  // code table (ChannelThresholds::code_table; spread_table for 2-bit codes, kSpread), the
+  // float ops a RowParams. From global
   // memory, with the header's arithmetic, a row cost about 25 instructions and the fused
   // n128-14x14x256 bn+relu+q2 ran 25.6 us against the plain 15.0.
   static constexpr bool kRowParams = !E::kQThresholds && (E::kScaleBias || E::kQuantize);
