@@ -55,8 +55,9 @@ struct Peaks {
   double dram_write_gbs = 0;    // device memory write bandwidth (cuMemsetD32 over 2 GiB); 0: not measured
   double launch_floor_us = 0;   // an empty kernel (one wave of blocks) under the timing rule,
                                 // launched plainly; 0: not measured
-  double launch_floor_early_us = 0;  // the same launched with early start, as ours on sm_90a: the
-                                     // per-launch time below which none of ours can go; 0: not measured
+  double launch_floor_early_us = 0;  // the same launched with early start, as ours on sm_90a, letting
+                                     // the next launch go at once: what a launch of ours costs
+                                     // doing nothing; 0: not measured
   // The overlap probe (sm_90a; 0: not measured): bulk copies from an L2-resident buffer into
   // shared memory on every SM, alone; then wgmma at full issue, 16-byte stores into a buffer
   // past the L2 and those reads, all at once. Whether the GEMM's three streams can overlap.
