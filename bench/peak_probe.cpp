@@ -262,7 +262,8 @@ Peaks measure_peaks(const TimingRule& rule) {
     void* args[] = {&out_ptr};
     p.launch_floor_us = time_rotated(rule, 1, [&](int) { m.launch("empty_launch", {sms, 1, 1, 128, 0}, args); }).us;
     // The same with early start, as our sm_90a kernels launch: the next kernel's blocks start
-    // while this one's finish, so ours can go below the plain floor, not below this one.
+    // while this one's finish, so ours can go below the plain floor; this is what a launch of
+    // ours costs doing nothing.
     if (wgmma) {
       LaunchDims early{sms, 1, 1, 128, 0};
       early.early_start = true;

@@ -547,7 +547,7 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int6
   // O <= 64: the two warpgroups take alternate tiles. With an odd stage count a slot's
   // successive tiles then belong to different warpgroups, so one may wait for the slot's next
   // load before the other's has landed. An mbarrier wait knows only the phase's parity, so it
-  // passes two phases early; that warpgroup releases the slot, and the producer's next
+  // passes a phase early; that warpgroup releases the slot, and the producer's next
   // arrive.expect_tx lands on a barrier whose phase already has its arrival: cuda-gdb stopped
   // there with a Warp Illegal Instruction (SYNCS.ARRIVE.TRANS64; session 36, device call 10).
   // With 3 stages it faulted on most machines (calls 2-9: n128 56x56 at C 64 and 256, O 32 and

@@ -409,7 +409,7 @@ struct ConvSm90aHalo {
     // a tile, the other's rows were past O: its wgmmas were wasted and it idled through the
     // readout, which the layers with 64 channels are bound by).
     // With an odd stage count a slot's tiles would alternate between the warpgroups, and one
-    // could wait two phases of its full barrier early (parity waits): the runner's
+    // could pass its full-barrier wait a phase early (parity waits): the runner's
     // rules::halo_launch_error asks for an even count here.
     const bool alternate = prob.a_rows <= 64;
     const int a_row = alternate ? 0 : wg * 64;  // this warpgroup's first row of the M tile

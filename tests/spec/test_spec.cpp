@@ -1129,7 +1129,7 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   }
   CHECK(contains(apnn::rules::halo_launch_error(s, 256, 256, 14, 200, limit, 132), "200-wide"));
   // O <= 64 (warpgroups on alternate tiles) needs an even stage count: with an odd one a slot's
-  // tiles alternate between the warpgroups and a parity wait could pass two phases early.
+  // tiles alternate between the warpgroups and a parity wait could pass a phase early.
   for (int stages : {2, 3, 4}) {
     s.tile = Tile{128, 64, 256, stages, 8, 1, 1, true};
     const std::string why = apnn::rules::halo_launch_error(s, 64, 64, 56, 56, limit, 132);
