@@ -527,8 +527,9 @@ int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry&
   const Tile& t = *spec.tile;
   const int64_t chunks = halo_chunks(C), phases = spec.conv.sh == 1 || spec.conv.kh == 1 ? 1 : 4;
   const int64_t pitch = t.bn + (8 - t.bn % 32 + 32) % 32;  // conv_sm90a_halo.cuh's kStgPitch
+  // Barriers: full and empty a stage (two full ones at an odd count: a warpgroup's each), W's.
   return 1024 + halo_w_bytes(spec, C) + t.stages * spec.x.bits * phases * chunks * geo.slot_bytes + 2 * 64 * pitch * 4 +
-         (2 * t.stages + 1) * 8;
+         ((t.stages % 2 != 0 ? 3 : 2) * t.stages + 1) * 8;
 }
 
 std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int64_t Ho, int64_t Wo, int max_smem,
@@ -544,19 +545,6 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int6
                        "to 128, 129-256, 385-512 or 641-768 (one chunk a kernel position, or whole k256 slices; W in shared "
                        "memory)",
                        C, chunks);
-  // O <= 64: the two warpgroups take alternate tiles. With an odd stage count a slot's
-  // successive tiles then belong to different warpgroups, so one may wait for the slot's next
-  // load before the other's has landed. An mbarrier wait knows only the phase's parity, so it
-  // passes a phase early; that warpgroup releases the slot, and the producer's next
-  // arrive.expect_tx lands on a barrier whose phase already has its arrival: cuda-gdb stopped
-  // there with a Warp Illegal Instruction (SYNCS.ARRIVE.TRANS64; session 36, device call 10).
-  // With 3 stages it faulted on most machines (calls 2-9: n128 56x56 at C 64 and 256, O 32 and
-  // 64; 112x112), with more stages the loads run further ahead and it was not seen. With an
-  // even count each slot stays with one warpgroup, which waits only after its own last tile.
-  if (O <= 64 && t.stages % 2 != 0)
-    return fmt::format("shape: out-channels {} put the halo core's warpgroups on alternate tiles, which need an even "
-                       "tile.stages (got {}: with an odd count a slot's tiles alternate between them)",
-                       O, t.stages);
   const HaloGeometry g = halo_geometry(spec.conv, Ho, Wo, t.bn);
   if (g.rows <= 0 || g.pw * spec.conv.sh > 256)
     return fmt::format("shape: a {}-wide output needs grid rows of {} columns, which tile.core \"halo\" with bn {} cannot hold "

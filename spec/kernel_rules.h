@@ -257,9 +257,8 @@ inline constexpr int halo_row_bytes(int64_t C) {
 // boxes), the two warpgroups' output staging, and the barriers.
 int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo);
 // Empty when the halo kernel of spec can run a conv of this size on a device with max_smem
-// and sm_count; else why not (C, more M tiles than SMs, an odd stage count where O <= 64 puts
-// the warpgroups on alternate tiles, a grid row wider than bn or than a box may be, shared
-// memory), naming the size.
+// and sm_count; else why not (C, more M tiles than SMs, a grid row wider than bn or than a
+// box may be, shared memory), naming the size.
 std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int64_t Ho, int64_t Wo, int max_smem,
                               int sm_count);
 

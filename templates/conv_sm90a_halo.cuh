@@ -71,6 +71,15 @@ struct HaloGeometry {
   FastDiv image_of_tile;
 };
 
+// The halo core's layout keeps whether the warpgroups take alternate tiles only where its
+// stage count is odd (ConvSm90aHalo::kSplitFull); at an even one the layout is as before.
+template <bool kHas>
+struct HaloAlternateFlag {
+  bool alternate;  // O <= 64: the warpgroups on alternate tiles
+};
+template <>
+struct HaloAlternateFlag<false> {};
+
 template <class T>
 struct ConvSm90aHalo {
   static constexpr int kS = T::kSh;
@@ -139,19 +148,36 @@ struct ConvSm90aHalo {
     b = kPositions == 1 ? -1 : (kS == 1 ? kS1[slice][1] : kS2[slice][1]);
   }
 
-  // Shared memory from a 1024-byte boundary: W, the stages, the two stagings, then 2 *
-  // kStages + 1 mbarriers (rules::halo_shared_bytes counts the same).
-  struct Layout {
+  // Shared memory from a 1024-byte boundary: W, the stages, the two stagings, then the
+  // mbarriers: kStages full ones (twice that at an odd count), kStages empty ones and W's
+  // (rules::halo_shared_bytes counts the same).
+  // Where O <= 64 the warpgroups take alternate tiles; with an odd stage count a stage's tiles
+  // then alternate between them, so each warpgroup gets its own full barrier a stage: a parity
+  // wait on a barrier shared with the other warpgroup could pass a phase early (its previous
+  // load not landed yet), which let the producer arrive twice on one phase (a Warp Illegal
+  // Instruction, session 36).
+  static constexpr bool kSplitFull = T::kStages % 2 != 0;
+  struct Layout : HaloAlternateFlag<kSplitFull> {
     u32 w, stages, staging, full0, empty0, wfull;
     int chunks, stage_bytes;
-    __device__ __forceinline__ Layout(u32 base, int cw, const HaloGeometry& geo) {
+    // The block's i-th tile's full barrier, and the parity of the phase that brings it.
+    __device__ __forceinline__ u32 full(int i) const {
+      if constexpr (kSplitFull) return full0 + 8 * (i % T::kStages + (this->alternate ? T::kStages * (i & 1) : 0));
+      else return full0 + 8 * (i % T::kStages);
+    }
+    __device__ __forceinline__ u32 full_parity(int i) const {
+      if constexpr (kSplitFull) return this->alternate ? (i / (2 * T::kStages)) & 1 : (i / T::kStages) & 1;
+      else return (i / T::kStages) & 1;
+    }
+    __device__ __forceinline__ Layout(u32 base, int cw, const HaloGeometry& geo, bool alt) {
+      if constexpr (kSplitFull) this->alternate = alt;
       chunks = cw / 4;
       stage_bytes = T::kXBits * kPhases * chunks * geo.slot_bytes;
       w = base;
       stages = w + w_bytes(chunks);
       staging = stages + T::kStages * stage_bytes;
       full0 = staging + 2 * kStgBytes;
-      empty0 = full0 + T::kStages * 8;
+      empty0 = full0 + T::kStages * 8 * (kSplitFull ? 2 : 1);
       wfull = empty0 + T::kStages * 8;
     }
   };
@@ -168,13 +194,15 @@ struct ConvSm90aHalo {
   static __device__ void run(u32* smem, const TmaMap* wmap, const TmaMap* xmap, const Prob& prob, int N, int cw,
                              const HaloGeometry& geo) {
     const u32 raw = ptx::smem_addr(smem);
-    const Layout L(raw + ((1024u - (raw & 1023u)) & 1023u), cw, geo);
+    const Layout L(raw + ((1024u - (raw & 1023u)) & 1023u), cw, geo, prob.a_rows <= 64);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (threadIdx.x == 0) {
       for (int i = 0; i < T::kStages; ++i) {
         ptx::mbar_init(L.full0 + 8 * i, 1);
         ptx::mbar_init(L.empty0 + 8 * i, prob.a_rows <= 64 ? 4 : kConsumerWarps);  // one warpgroup a tile where O <= 64
       }
+      if constexpr (kSplitFull)  // the second warpgroup's full barriers
+        for (int i = T::kStages; i < 2 * T::kStages; ++i) ptx::mbar_init(L.full0 + 8 * i, 1);
       ptx::mbar_init(L.wfull, 1);
       ptx::fence_mbar_init();
       // The tensor maps are kernel parameters, which no earlier kernel writes: fetched before
@@ -230,7 +258,7 @@ struct ConvSm90aHalo {
     for (int t = first; t < tiles; t += step, ++i) {
       const int slot = i % T::kStages, n = geo.image_of_tile.div(t), ho0 = (t - n * geo.row_tiles) * geo.rows;
       ptx::mbar_wait(L.empty0 + 8 * slot, ((i / T::kStages) & 1) ^ 1);
-      const u32 full = L.full0 + 8 * slot, st = L.stages + slot * L.stage_bytes;
+      const u32 full = L.full(i), st = L.stages + slot * L.stage_bytes;
       ptx::mbar_arrive_expect_tx(full, T::kXBits * kPhases * L.chunks * box_bytes);
       for (int x = 0; x < T::kXBits; ++x)
         for (int ph = 0; ph < kPhases; ++ph) {
@@ -408,9 +436,6 @@ struct ConvSm90aHalo {
     // O <= 64: the warpgroups take alternate tiles, both with W's rows 0-63 (as one warpgroup
     // a tile, the other's rows were past O: its wgmmas were wasted and it idled through the
     // readout, which the layers with 64 channels are bound by).
-    // With an odd stage count a slot's tiles would alternate between the warpgroups, and one
-    // could pass its full-barrier wait a phase early (parity waits): the runner's
-    // rules::halo_launch_error asks for an even count here.
     const bool alternate = prob.a_rows <= 64;
     const int a_row = alternate ? 0 : wg * 64;  // this warpgroup's first row of the M tile
     const ptx::WgmmaDesc da = ptx::wgmma_desc(L.w + a_row * kRow, kSlices == 0 ? 0 : 16, 8 * kRow, kWSwizzle);
@@ -469,7 +494,7 @@ struct ConvSm90aHalo {
         col = prob.visit_pixel(n, ho0 + jr, jw, [&](int k, i64 p) {
           if (Prob::kColsum) pix[k] = prob.pixsum[p];
         });
-      ptx::mbar_wait(L.full0 + 8 * slot, (i / T::kStages) & 1);
+      ptx::mbar_wait(L.full(i), L.full_parity(i));
       fence_acc(acc);
       ptx::wgmma_fence();
       const u32 b_slot = db.lo + static_cast<u32>((slot * L.stage_bytes) >> 4);
