@@ -158,8 +158,9 @@ TEST_CASE("sm_90a halo core: 3x3 and 1x1, strides 1 and 2, C 64-768, O and outpu
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 2, 112, 4, {{3, 128, 28, 28, 256}, {2, 256, 14, 14, 512}}, 1},
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 2, 64, 2, {{2, 256, 13, 13, 200}, {2, 512, 9, 9, 136}, {2, 768, 7, 7, 64}}, 1},
       {2, Encoding::Signed, 2, Encoding::Unsigned, 2, 64, 3, {{2, 200, 14, 14, 130}}, 1},
-      {2, Encoding::Signed, 2, Encoding::Unsigned, 2, 64, 3, {{3, 96, 10, 10, 64}}, 1},
-      // O <= 64 at 3 stages (the warpgroups' own full barriers), a shape that faulted before.
+      {2, Encoding::Signed, 2, Encoding::Unsigned, 2, 64, 4, {{3, 96, 10, 10, 64}}, 1},
+      // O <= 64 at 3 stages (the warpgroups' own full barriers), a shape that faulted before:
+      // 13-14 tiles a block, so each warpgroup's barriers change phase.
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 64, 3, {{32, 64, 56, 56, 64}}},
       {1, Encoding::Pm1, 2, Encoding::Pm1, 2, 16, 4, {{600, 64, 6, 6, 24}}, 1},
       {1, Encoding::Unsigned, 4, Encoding::Unsigned, 1, 32, 2, {{2, 256, 14, 14, 136}, {2, 96, 9, 11, 70}}, 1},
