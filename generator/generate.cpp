@@ -38,6 +38,7 @@ struct Traits {{
   static constexpr int kProducerWarps = {producer_warps};  // TMA core: 1, or 4 handing their registers to the consumers
   static constexpr int kGroups = {groups};
   static constexpr int kXStack = {xstack};  // X planes one wgmma covers (rules::wgmma_x_stack)
+  static constexpr int kFoldBuffers = {fold};  // TMA core: temporaries of one W plane sets, folded each K step (rules::fold_buffers)
   static constexpr int kOffsetW = {offw}, kOffsetX = {offx};
   static constexpr int kKh = {kh}, kKw = {kw}, kSh = {sh}, kSw = {sw}, kPh = {ph}, kPw = {pw};
   __device__ static constexpr int group_of(int s, int t) {{
@@ -52,6 +53,11 @@ struct Traits {{
   __device__ static constexpr int repeat(int s, int t) {{
     constexpr int kRepeat[{wb} * {xb}] = {{{repeat_table}}};
     return kRepeat[s * kXBits + t];
+  }}
+  // The weight alpha_s*gamma_t of plane pair (s, t), with which folded tiles add its products.
+  __device__ static constexpr int pair_weight(int s, int t) {{
+    constexpr int kPairWeight[{wb} * {xb}] = {{{pair_weights}}};
+    return kPairWeight[s * kXBits + t];
   }}
 }};
 constexpr int kThreads = apnn::{threads_core}<Traits>::kThreads;
@@ -178,6 +184,9 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
     return v;
   };
   const std::vector<int> table = flat(groups.group_of), repeats = flat(groups.repeat);
+  std::vector<long long> pair_weights;
+  for (int s = 0; s < spec.w.bits; ++s)
+    for (int u = 0; u < spec.x.bits; ++u) pair_weights.push_back(spec.w.plane_weight(s) * spec.x.plane_weight(u));
 
   const std::string epi = epilogue_source(spec.epilogue);
   // One argument list for both parts of the source (fmt format args must not outlive their call).
@@ -199,7 +208,8 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("xstack", wgmma ? rules::wgmma_x_stack(t, spec.w, spec.x, groups) : 1),
       fmt::arg("kh", c.kh), fmt::arg("kw", c.kw), fmt::arg("sh", c.sh), fmt::arg("sw", c.sw), fmt::arg("ph", c.ph),
       fmt::arg("pw", c.pw), fmt::arg("group_table", fmt::join(table, ", ")), fmt::arg("repeat_table", fmt::join(repeats, ", ")),
-      fmt::arg("group_weights", fmt::join(groups.weight, ", ")), fmt::arg("apmm", kApmmKernel),
+      fmt::arg("group_weights", fmt::join(groups.weight, ", ")), fmt::arg("fold", groups.fold),
+      fmt::arg("pair_weights", fmt::join(pair_weights, ", ")), fmt::arg("apmm", kApmmKernel),
       fmt::arg("conv", kConvKernel), fmt::arg("pack_w", kPackWKernel), fmt::arg("pack_x", kPackXKernel),
       fmt::arg("unpack_x", kUnpackXKernel),
       fmt::arg("pack_threads", kPackThreads), fmt::arg("epi", epi),

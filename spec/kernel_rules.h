@@ -17,6 +17,7 @@ struct PlaneGroups {
   std::vector<std::vector<int>> group_of;  // [s][t]
   std::vector<long long> weight;           // [group]
   std::vector<std::vector<int>> repeat;    // [s][t]: times the pair's MMAs are issued into its set
+  int fold = 0;                            // fold_buffers: one result set of weight 1, folded into each K step
   int mmas() const;                        // MMAs per K step: the sum of repeat
 };
 PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x);
@@ -35,7 +36,22 @@ PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x);
 // The wgmma APMM core instead takes one set per plane pair (pair_groups) where that lets a
 // wgmma cover several X planes (wgmma_x_stack) and the accumulators still fit (w4a4's
 // 128x16 tile: 16 sets of 8 registers instead of 10).
+//
+// Where a set per plane pair does not fit the TMA core's registers, it folds them instead
+// (fold_buffers): one result set.
 PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch);
+// The TMA core's folded sets (templates/gemm_sm90a_tma.cuh, Traits::kFoldBuffers): each K
+// step's wgmmas of W plane s go into a temporary of its q stacked sets (one wgmma of N = q*bn
+// a K slice), which is then added into a single result set with the pairs' weights (an IMAD
+// an element), exact in wrapping 32-bit arithmetic as the final combine is. The accumulators
+// are then b*q + 1 sets whatever p is, so high-precision pairs get the wide wgmmas that
+// shared memory can feed (w4a4: 128x16 tiles of N = 64 wgmmas with a set per pair; folded,
+// 128x64 of N = 256). b = 2 temporaries (the next plane's wgmmas run while the previous one
+// folds) where they fit and p is even, else 1; 0 (no folding) off the TMA core (cluster 1),
+// without 8 warps in one column, for one W or X plane, where q*bn is no wgmma N, or where
+// the exact sets (plane_groups) fit kTmaMaxAccumulatorRegs: folding only makes tiles legal
+// that were not, so no tile's kernel changes with it.
+int fold_buffers(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // One set per plane pair, in (s, t) order: set s*q + t, weight alpha_s*gamma_t.
 PlaneGroups pair_groups(const OperandFormat& w, const OperandFormat& x);
 // X planes that one wgmma of the sm_90a cores covers (gemm_sm90a.cuh, Traits::kXStack): a
