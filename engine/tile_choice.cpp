@@ -216,6 +216,37 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   return untuned_default_core_tile(s, p, t);
 }
 
+namespace {
+
+// The TMA core's folded sets (rules::fold_buffers) where the cluster tile is 32 columns or
+// narrower and its wgmmas 64 or fewer: the tile whose wgmmas take all q X planes at N = 256,
+// with the 2 stages its shared memory holds, where its tiles fill half the SMs (as the
+// cluster tile's rule). Shared memory reads per MMA (A's 64 rows and B's N rows a wgmma)
+// fall by about 40% from N = 64, and the W tile is read from L2 once for 2-8x the columns. Same calls (session 37; bench/NOTES.md): apnn bench, w4a4 (128x16, a set per pair,
+// N = 64) against the folded 128x64, two rounds each (call 6), 8192^3 1901-1904 us against
+// 1438-1439, 8192x4096x4096 475-481 against 357-362, 1024x4096x4096 63.4-63.8 against
+// 47.2-47.4, 1024x1024x1024 8.30-8.33 against 7.80-7.84; apnn verify, w4a8 1024x4096x4096
+// (call 5) 128x8 118.9-119.1 us against the folded 128x32's 87.6-88.4. Where the tile's
+// wgmmas were already N = 128, folding to 256 lost (call 3): w2a8 128x32 52.7-53.2 us
+// against 128x16's 50.7-51.6, w2a4 128x64 30.4-30.8 against 128x32's 25.7-26.2. Untuned,
+// before against after (call 7), 1024x4096x4096 / 8192x4096x4096: w4a2 (128x32) 34.4 / 243.5
+// against 27.9 / 192.3 (pm1 weights 38.6 / 259.3 against 29.4 / 197.6), w3a4 (128x16) 43.9 /
+// 318.3 against 38.1 / 279.3; w3a2, whose 128x64 tile is already wide, 21.7 / 153.7
+// against 23.4 / 148.5 folded at 128x128: not taken there.
+std::optional<Tile> folded_tile(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
+  const int n = c2.bn * rules::wgmma_x_stack(c2, s.w, s.x, rules::kernel_plane_groups(with_tile(s, c2), t.arch));
+  if (c2.bn > 32 || n > 64 || 256 % s.x.bits != 0) return std::nullopt;
+  Tile f = c2;
+  f.bn = 256 / s.x.bits;
+  f.stages = 2;
+  if (rules::fold_buffers(f, s.w, s.x) == 0 || !rules::tma_tile_error(f, s).empty() || !fits(s, f, t) ||
+      2 * tile_count(p, f.bm, f.bn) < t.sm_count)
+    return std::nullopt;
+  return f;
+}
+
+}  // namespace
+
 Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   const bool sm90a = t.arch == "sm_90a";
   // sm_90a: the wgmma core's tile once it gives at least half a wave of blocks and K fills
@@ -245,6 +276,7 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
       const int64_t tiles_along_pair =
           rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
       if (tiles_along_pair >= 2 && fits(s, c2, t)) {
+        if (const std::optional<Tile> f = folded_tile(s, p, t, c2)) return *f;
         // K over 4096 bits: the tile half again as wide (w1a2 128x192, w1a3, w1a4, w2a2 128x96;
         // rules::tma_producer_warps), whose patches read a sixth fewer operand bytes per MMA,
         // where its last round of patches costs no more (clusters of 2 on every SM: ceil of

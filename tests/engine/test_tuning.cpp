@@ -201,6 +201,23 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   CHECK(resolve_tile(w2a2(), apmm_problem({8192, 1024, 1024}), target).tile->bn == 64);
   CHECK(resolve_tile(w2a2(), apmm_problem({8192, 4096, 4096}), target).tile->stages == 4);
   CHECK(resolve_tile(w2a2(), apmm_problem({1024, 4096, 4096}), target).tile->cluster == 2);
+  // w4a4, whose cluster tile (128x16, a set per pair) issues 64-column wgmmas: the folded
+  // 128x64 tile with 2 stages (rules::fold_buffers: N = 256), once it gives every SM a block;
+  // w2a8 and w2a4, whose tiles are already 128 columns a wgmma, keep them.
+  KernelSpec w4a4;
+  w4a4.w = {4, Encoding::Signed};
+  w4a4.x = {4, Encoding::Unsigned};
+  for (const ApmmShape& shape : {ApmmShape{8192, 8192, 8192}, ApmmShape{1024, 4096, 4096}, ApmmShape{8192, 1024, 1024}}) {
+    const Tile f = *resolve_tile(w4a4, apmm_problem(shape), target).tile;
+    CHECK(f == Tile{128, 64, 1024, 2, 8, 1, 2});
+    CHECK(rules::fold_buffers(f, w4a4.w, w4a4.x) == 1);
+  }
+  CHECK(resolve_tile(w4a4, apmm_problem({64, 4096, 4096}), target).tile->bn == 16);  // 64 tiles: under a wave
+  KernelSpec w2a8 = w4a4, w2a4 = w4a4;
+  w2a8.w.bits = w2a4.w.bits = 2;
+  w2a8.x.bits = 8;
+  CHECK(*resolve_tile(w2a8, apmm_problem({8192, 8192, 8192}), target).tile == Tile{128, 16, 1024, 4, 8, 1, 2});
+  CHECK(*resolve_tile(w2a4, apmm_problem({8192, 8192, 8192}), target).tile == Tile{128, 32, 1024, 4, 8, 1, 2});
   // A single M tile cannot pair along M: the cp.async wgmma core (N=16384: 128 tiles of 128
   // columns, over half a wave).
   const Problem one_m = apmm_problem({128, 16384, 4096});
@@ -591,7 +608,9 @@ TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's t
     for (const Tile& t : legal_tiles(s, "sm_90a", limit)) {
       if (t.cluster == 1) continue;
       s.tile = t;
-      const int regs = rules::accumulator_regs(t, static_cast<int>(rules::kernel_plane_groups(s, "sm_90a").weight.size()));
+      // Folded tiles (rules::fold_buffers) hold their temporaries of q sets beside the result.
+      const rules::PlaneGroups g = rules::kernel_plane_groups(s, "sm_90a");
+      const int regs = rules::accumulator_regs(t, g.fold ? g.fold * q + 1 : static_cast<int>(g.weight.size()));
       INFO(canonical_json(s), " accumulators ", regs);
       CHECK((rules::tma_producer_warps(t, s.w, s.x) == 4) == (t.warps_m * t.warps_n == 8 && regs > 128));
       CHECK(regs <= rules::kTmaMaxAccumulatorRegs);
