@@ -218,7 +218,7 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
 
 namespace {
 
-// The TMA core's folded sets (rules::fold_buffers) where the cluster tile is 32 columns or
+// The TMA core's folded sets (rules::folds_sets) where the cluster tile is 32 columns or
 // narrower and its wgmmas 64 or fewer: the tile whose wgmmas take all q X planes at N = 256,
 // with the 2 stages its shared memory holds, where its tiles fill half the SMs (as the
 // cluster tile's rule). Shared memory reads per MMA (A's 64 rows and B's N rows a wgmma)
@@ -234,12 +234,15 @@ namespace {
 // 318.3 against 38.1 / 279.3; w3a2, whose 128x64 tile is already wide, 21.7 / 153.7
 // against 23.4 / 148.5 folded at 128x128: not taken there.
 std::optional<Tile> folded_tile(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
-  const int n = c2.bn * rules::wgmma_x_stack(c2, s.w, s.x, rules::kernel_plane_groups(with_tile(s, c2), t.arch));
+  const rules::PlaneGroups groups = rules::kernel_plane_groups(with_tile(s, c2), t.arch);
+  const int n = c2.bn * rules::wgmma_x_stack(c2, s.w, s.x, groups);
   if (c2.bn > 32 || n > 64 || 256 % s.x.bits != 0) return std::nullopt;
   Tile f = c2;
   f.bn = 256 / s.x.bits;
   f.stages = 2;
-  if (rules::fold_buffers(f, s.w, s.x) == 0 || !rules::tma_tile_error(f, s).empty() || !fits(s, f, t) ||
+  // The cluster's pair must still span two tiles at the wider bn (rules::cluster_shares_x).
+  const int64_t along_pair = rules::cluster_shares_x(f, s.w, s.x) ? (p.M + f.bm - 1) / f.bm : (p.N + f.bn - 1) / f.bn;
+  if (!rules::folds_sets(f, s.w, s.x) || !rules::tma_tile_error(f, s).empty() || !fits(s, f, t) || along_pair < 2 ||
       2 * tile_count(p, f.bm, f.bn) < t.sm_count)
     return std::nullopt;
   return f;

@@ -38,7 +38,7 @@ struct Traits {{
   static constexpr int kProducerWarps = {producer_warps};  // TMA core: 1, or 4 handing their registers to the consumers
   static constexpr int kGroups = {groups};
   static constexpr int kXStack = {xstack};  // X planes one wgmma covers (rules::wgmma_x_stack)
-  static constexpr int kFoldBuffers = {fold};  // TMA core: temporaries of one W plane sets, folded each K step (rules::fold_buffers)
+  static constexpr bool kFold = {fold};  // TMA core: a W plane at a time, its sets folded into one (rules::folds_sets)
   static constexpr int kOffsetW = {offw}, kOffsetX = {offx};
   static constexpr int kKh = {kh}, kKw = {kw}, kSh = {sh}, kSw = {sw}, kPh = {ph}, kPw = {pw};
   __device__ static constexpr int group_of(int s, int t) {{
@@ -208,7 +208,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("xstack", wgmma ? rules::wgmma_x_stack(t, spec.w, spec.x, groups) : 1),
       fmt::arg("kh", c.kh), fmt::arg("kw", c.kw), fmt::arg("sh", c.sh), fmt::arg("sw", c.sw), fmt::arg("ph", c.ph),
       fmt::arg("pw", c.pw), fmt::arg("group_table", fmt::join(table, ", ")), fmt::arg("repeat_table", fmt::join(repeats, ", ")),
-      fmt::arg("group_weights", fmt::join(groups.weight, ", ")), fmt::arg("fold", groups.fold),
+      fmt::arg("group_weights", fmt::join(groups.weight, ", ")), fmt::arg("fold", groups.folded ? "true" : "false"),
       fmt::arg("pair_weights", fmt::join(pair_weights, ", ")), fmt::arg("apmm", kApmmKernel),
       fmt::arg("conv", kConvKernel), fmt::arg("pack_w", kPackWKernel), fmt::arg("pack_x", kPackXKernel),
       fmt::arg("unpack_x", kUnpackXKernel),

@@ -67,28 +67,24 @@ PlaneGroups pair_groups(const OperandFormat& w, const OperandFormat& x) {
 
 static bool wgmma_has_n(int n) { return n == 8 || n == 16 || n == 24 || (n % 16 == 0 && n <= 256); }
 
-int fold_buffers(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
-  if (t.halo || t.cluster <= 1 || t.warps_m != 8 || t.warps_n != 1 || w.bits < 2 || x.bits < 2 ||
-      !wgmma_has_n(x.bits * t.bn) ||
-      accumulator_regs(t, static_cast<int>(plane_groups(w, x).weight.size())) <= kTmaMaxAccumulatorRegs)
-    return 0;
-  const int set = accumulator_regs(t, 1);
-  if (w.bits % 2 == 0 && (2 * x.bits + 1) * set <= kTmaMaxAccumulatorRegs) return 2;
-  return (x.bits + 1) * set <= kTmaMaxAccumulatorRegs ? 1 : 0;
+bool folds_sets(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  return !t.halo && t.cluster > 1 && t.warps_m == 8 && t.warps_n == 1 && x.bits >= 2 && wgmma_has_n(x.bits * t.bn) &&
+         accumulator_regs(t, static_cast<int>(plane_groups(w, x).weight.size())) > kTmaMaxAccumulatorRegs &&
+         accumulator_regs(t, x.bits + 1) <= kTmaMaxAccumulatorRegs;
 }
 
 // One result set of weight 1 for folded tiles (the pairs' weights apply as they fold).
-static PlaneGroups folded_groups(const OperandFormat& w, const OperandFormat& x, int buffers) {
+static PlaneGroups folded_groups(const OperandFormat& w, const OperandFormat& x) {
   PlaneGroups g;
   g.group_of.assign(w.bits, std::vector<int>(x.bits, 0));
   g.repeat.assign(w.bits, std::vector<int>(x.bits, 1));
   g.weight = {1};
-  g.fold = buffers;
+  g.folded = true;
   return g;
 }
 
 int wgmma_x_stack(const Tile& t, const OperandFormat& w, const OperandFormat& x, const PlaneGroups& g) {
-  if (g.fold > 0) return x.bits;  // a W plane's q sets are one temporary
+  if (g.folded) return x.bits;  // a W plane's q sets are one temporary
   if (t.warps_n != 1 || (w.bits < 2 && t.cluster > 1)) return 1;
   for (int s = 0; s < w.bits; ++s)
     for (int u = 0; u < x.bits; ++u)
@@ -107,7 +103,7 @@ PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch)
   // and 7-11% slower with int16: bench/NOTES.md, session 33 call 3.)
   if (t.halo) return exact;
   if (spec.op == Op::Apmm) {
-    if (const int buffers = fold_buffers(t, spec.w, spec.x)) return folded_groups(spec.w, spec.x, buffers);
+    if (folds_sets(t, spec.w, spec.x)) return folded_groups(spec.w, spec.x);
     if (wgmma_x_stack(t, spec.w, spec.x, exact) > 1) return exact;
     const PlaneGroups pairs = pair_groups(spec.w, spec.x);
     const bool fits =
@@ -132,8 +128,7 @@ int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandForma
   // Every launch asks (apmm_runner.cpp): build the groups only where even p*q sets would
   // not fit, as for the wide tiles.
   if (t.warps_m * t.warps_n != 8 || accumulator_regs(t, w.bits * x.bits) <= kMaxAccumulatorRegs) return 1;
-  if (const int buffers = fold_buffers(t, w, x))
-    return accumulator_regs(t, buffers * x.bits + 1) > kMaxAccumulatorRegs ? 4 : 1;
+  if (folds_sets(t, w, x)) return accumulator_regs(t, x.bits + 1) > kMaxAccumulatorRegs ? 4 : 1;
   const int groups = static_cast<int>(plane_groups(w, x).weight.size());
   return accumulator_regs(t, groups) > kMaxAccumulatorRegs ? 4 : 1;
 }
@@ -198,9 +193,8 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
     return fmt::format("tile.bm={} does not divide into warps_m={} warp tiles of 16 rows", t.bm, t.warps_m);
   if (t.bn % (8 * t.warps_n) != 0)
     return fmt::format("tile.bn={} does not divide into warps_n={} warp tiles of 8 columns", t.bn, t.warps_n);
-  // Folded tiles hold b*q + 1 sets (fold_buffers), the others plane_groups' (or fewer).
-  const int buffers = fold_buffers(t, w, x);
-  const int groups = buffers ? buffers * x.bits + 1 : static_cast<int>(plane_groups(w, x).weight.size());
+  // Folded tiles hold q + 1 sets (folds_sets), the others plane_groups' (or fewer).
+  const int groups = folds_sets(t, w, x) ? x.bits + 1 : static_cast<int>(plane_groups(w, x).weight.size());
   const int regs = accumulator_regs(t, groups);
   const int limit = t.cluster > 1 ? kTmaMaxAccumulatorRegs : accumulator_limit(32 * t.warps_m * t.warps_n);
   if (regs > limit)

@@ -17,7 +17,7 @@ struct PlaneGroups {
   std::vector<std::vector<int>> group_of;  // [s][t]
   std::vector<long long> weight;           // [group]
   std::vector<std::vector<int>> repeat;    // [s][t]: times the pair's MMAs are issued into its set
-  int fold = 0;                            // fold_buffers: one result set of weight 1, folded into each K step
+  bool folded = false;                     // folds_sets: one result set of weight 1, folded into each K step
   int mmas() const;                        // MMAs per K step: the sum of repeat
 };
 PlaneGroups plane_groups(const OperandFormat& w, const OperandFormat& x);
@@ -37,21 +37,22 @@ PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x);
 // wgmma cover several X planes (wgmma_x_stack) and the accumulators still fit (w4a4's
 // 128x16 tile: 16 sets of 8 registers instead of 10).
 //
-// Where a set per plane pair does not fit the TMA core's registers, it folds them instead
-// (fold_buffers): one result set.
+// Where not even the exact sets fit the TMA core's registers, it folds them instead
+// (folds_sets): one result set.
 PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch);
-// The TMA core's folded sets (templates/gemm_sm90a_tma.cuh, Traits::kFoldBuffers): each K
-// step's wgmmas of W plane s go into a temporary of its q stacked sets (one wgmma of N = q*bn
-// a K slice), which is then added into a single result set with the pairs' weights (an IMAD
-// an element), exact in wrapping 32-bit arithmetic as the final combine is. The accumulators
-// are then b*q + 1 sets whatever p is, so high-precision pairs get the wide wgmmas that
-// shared memory can feed (w4a4: 128x16 tiles of N = 64 wgmmas with a set per pair; folded,
-// 128x64 of N = 256). b = 2 temporaries (the next plane's wgmmas run while the previous one
-// folds) where they fit and p is even, else 1; 0 (no folding) off the TMA core (cluster 1),
-// without 8 warps in one column, for one W or X plane, where q*bn is no wgmma N, or where
-// the exact sets (plane_groups) fit kTmaMaxAccumulatorRegs: folding only makes tiles legal
-// that were not, so no tile's kernel changes with it.
-int fold_buffers(const Tile& t, const OperandFormat& w, const OperandFormat& x);
+// The TMA core's folded sets (templates/gemm_sm90a_tma.cuh, Traits::kFold): each K step's
+// wgmmas of W plane s go into a temporary of its q stacked sets (one wgmma of N = q*bn a K
+// slice), which is then added into a single result set with the pairs' weights (an IMAD an
+// element), exact in wrapping 32-bit arithmetic as the final combine is. The accumulators are
+// then q + 1 sets whatever p is, so high-precision pairs get the wide wgmmas that shared
+// memory can feed (w4a4: 128x16 tiles of N = 64 wgmmas with a set per pair; folded, 128x64
+// of N = 256). Only where the exact sets (plane_groups) exceed kTmaMaxAccumulatorRegs, so
+// folding only makes tiles legal that were not and no tile's kernel changes with it; on the
+// TMA core (cluster > 1) with 8 warps in one column, 2 or more X planes (a single W plane's
+// exact sets always fit), and q*bn a wgmma N. (Two temporaries, so that plane s's
+// wgmmas could run while plane s-1 folds, were exact but ptxas serialized their wgmmas,
+// C7514: bench/NOTES.md, session 37.)
+bool folds_sets(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // One set per plane pair, in (s, t) order: set s*q + t, weight alpha_s*gamma_t.
 PlaneGroups pair_groups(const OperandFormat& w, const OperandFormat& x);
 // X planes that one wgmma of the sm_90a cores covers (gemm_sm90a.cuh, Traits::kXStack): a
@@ -186,7 +187,8 @@ inline constexpr int kTmaBarrierBytes = 256;
 inline constexpr int kTmaMaxAccumulatorRegs = 192;
 // Producer warps of the TMA core (templates/gemm_sm90a_tma.cuh): 0 off it, 4 where 8 consumer
 // warps hold more than kMaxAccumulatorRegs accumulators (plane_groups' sets: the kernel's
-// own sets are those, or one set per pair only where they fit kMaxAccumulatorRegs), else 1.
+// own sets are those, or one set per pair only where they fit kMaxAccumulatorRegs, or q + 1
+// where it folds them: folds_sets), else 1.
 int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // Threads of a block running the tile: its warps, and the TMA core's producer warps.
 int block_threads(const Tile& t, const OperandFormat& w, const OperandFormat& x);

@@ -160,62 +160,44 @@ struct GemmSm90aTma {
     if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlExit);
   }
 
-  // Folded sets (rules::fold_buffers): where a set per plane pair does not fit, each K step's
-  // wgmmas of W plane s go into a temporary of its q stacked sets (one wgmma of N = q*kWN a K
-  // slice, the sets' columns plane after plane), added into the one result set with the
-  // pairs' weights once they are done. With two temporaries plane s's wgmmas run while plane
-  // s - 1 folds (p even, so that a step's first plane and the previous step's last alternate
-  // too); with one, the other warpgroup's wgmmas keep the tensor cores busy during a fold.
-  static constexpr bool kFold = T::kFoldBuffers > 0;
-  static_assert(!kFold || (Base::kStack == T::kXBits && Base::kWgN == 1 && !Base::kRegA &&
-                           (T::kFoldBuffers == 1 || T::kWBits % 2 == 0)),
-                "folded sets: all q X planes stacked in one wgmma, one warpgroup along N, an even p for two temporaries");
-  using FoldTmp = i32[kFold ? Base::kStack * Base::kNI : 1][4];
-  // W plane s's temporary into the result (s a constant where the planes' loop unrolls, and
-  // with it the weights).
-  static __device__ __forceinline__ void fold(i32 (&acc)[T::kGroups][1][Base::kNI][4], const FoldTmp& d, int s) {
-#pragma unroll
-    for (int t = 0; t < T::kXBits; ++t)
-#pragma unroll
-      for (int ni = 0; ni < Base::kNI; ++ni)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          acc[0][0][ni][e] = static_cast<i32>(static_cast<u32>(acc[0][0][ni][e]) +
-                                              static_cast<u32>(T::pair_weight(s, t)) * static_cast<u32>(d[t * Base::kNI + ni][e]));
-  }
-  // One K step of a folded tile: the W planes' wgmmas (A at desc_a, B's low word b_lo), each
-  // plane's temporary folded once done; release() frees the previous step's slot once all
-  // of its wgmmas are (after the first plane's wait with two temporaries, else at once).
+  // Folded sets (rules::folds_sets): where not even the exact sets fit, each K step's wgmmas of
+  // W plane s go into a temporary of its q stacked sets (one wgmma of N = q*kWN a K slice,
+  // the sets' columns plane after plane), added into the one result set with the pairs'
+  // weights once they are done; the other warpgroup's wgmmas keep the tensor cores busy
+  // during a fold. (A second temporary, so that plane s's wgmmas ran during plane s-1's
+  // fold, was exact, but ptxas serialized the wgmmas, C7514: session 37.)
+  static constexpr bool kFold = T::kFold;
+  static_assert(!kFold || (Base::kStack == T::kXBits && Base::kWgN == 1 && !Base::kRegA),
+                "folded sets: all q X planes stacked in one wgmma, one warpgroup along N");
+  using FoldTmp = i32[1][1][kFold ? Base::kStack * Base::kNI : 1][4];
+  // One K step of a folded tile: each W plane's wgmmas (A at desc_a, B's low word b_lo), then
+  // its temporary into the result (s a constant where the planes' loop unrolls, and with it
+  // the weights). The previous step's wgmmas are all done: release() may free its slot.
   template <class Release>
-  static __device__ __forceinline__ void fold_step(i32 (&acc)[T::kGroups][1][Base::kNI][4],
-                                                   i32 (&tmp)[kFold ? T::kFoldBuffers : 1][1][kFold ? Base::kStack * Base::kNI : 1][4],
-                                                   ptx::WgmmaDesc desc_a, u32 b_lo, int kt, Release&& release) {
-    if constexpr (T::kFoldBuffers == 1) release();
+  static __device__ __forceinline__ void fold_step(i32 (&acc)[T::kGroups][1][Base::kNI][4], FoldTmp& tmp,
+                                                   ptx::WgmmaDesc desc_a, u32 b_lo, Release&& release) {
+    release();
 #pragma unroll
     for (int s = 0; s < T::kWBits; ++s) {
-      constexpr int kB = T::kFoldBuffers;
-      i32(&d)[Base::kStack * Base::kNI][4] = tmp[s % kB][0];
       apnn::fence_acc(tmp);
       ptx::wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < Base::kKSteps; ++ks)
-        ptx::WgmmaB1<Base::kMmaN>::mma(d, desc_a.lo + static_cast<u32>((s * T::kBM * kRowBytes + ks * 32) >> 4),
+        ptx::WgmmaB1<Base::kMmaN>::mma(tmp[0][0], desc_a.lo + static_cast<u32>((s * T::kBM * kRowBytes + ks * 32) >> 4),
                                        b_lo + static_cast<u32>((ks * 32) >> 4), desc_a.hi, ks > 0);
       ptx::wgmma_commit();
       apnn::fence_acc(tmp);
-      if constexpr (kB == 1) {
-        ptx::wgmma_wait<0>();
-        apnn::fence_acc(tmp);
-        fold(acc, d, s);
-      } else {
-        // The previous plane's group (at s = 0 the previous step's last plane, none at a patch's first step).
-        if (s > 0 || kt > 0) {
-          ptx::wgmma_wait<1>();
-          apnn::fence_acc(tmp);
-          fold(acc, tmp[(s + 1) % 2][0], s > 0 ? s - 1 : T::kWBits - 1);
-          if (s == 0) release();
-        }
-      }
+      ptx::wgmma_wait<0>();
+      apnn::fence_acc(tmp);
+#pragma unroll
+      for (int t = 0; t < T::kXBits; ++t)
+#pragma unroll
+        for (int ni = 0; ni < Base::kNI; ++ni)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            acc[0][0][ni][e] = static_cast<i32>(static_cast<u32>(acc[0][0][ni][e]) +
+                                                static_cast<u32>(T::pair_weight(s, t)) *
+                                                    static_cast<u32>(tmp[0][0][t * Base::kNI + ni][e]));
     }
   }
   template <class Problem>
@@ -237,8 +219,7 @@ struct GemmSm90aTma {
 
     i32 acc[T::kGroups][1][Base::kNI][4];
     Base::zero_acc(acc);
-    // Folded tiles' temporaries: a W plane's q stacked sets each (fold_step).
-    i32 tmp[kFold ? T::kFoldBuffers : 1][1][kFold ? Base::kStack * Base::kNI : 1][4];
+    FoldTmp tmp;  // folded tiles: a W plane's q stacked sets (fold_step)
     typename Base::AFrags a;  // Base::kRegA: this group of K slices' A fragments
     const int a_row0 = wg_m * 64 + (warp & 3) * 16;
     TimelineCycles cycles;  // thread 0's account (profiling only)
@@ -254,7 +235,7 @@ struct GemmSm90aTma {
         if (i == 0 && threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlFirstFull);
         const u32 off = static_cast<u32>(slot * (kStageBytes >> 4));
         if constexpr (kFold) {
-          fold_step(acc, tmp, {desc_a.lo + off, desc_a.hi}, desc_b.lo + off, kt, [&] {
+          fold_step(acc, tmp, {desc_a.lo + off, desc_a.hi}, desc_b.lo + off, [&] {
             if (kt > 0) release((i - 1) % T::kStages);
           });
         } else if constexpr (Base::kRegA) {
@@ -290,10 +271,6 @@ struct GemmSm90aTma {
       ptx::wgmma_wait<0>();
       Base::fence_acc(acc);
       if constexpr (Base::kRegA) Base::fence_a(a);
-      if constexpr (kFold && T::kFoldBuffers == 2) {  // the patch's last W plane
-        apnn::fence_acc(tmp);
-        fold(acc, tmp[(T::kWBits - 1) % 2][0], T::kWBits - 1);
-      }
       if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), i == ktiles ? kTlFirstPatch : kTlLastPatch);
       cycles.begin();
       const int slot = (i - 1) % T::kStages;

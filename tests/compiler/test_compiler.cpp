@@ -247,20 +247,6 @@ TEST_CASE("compiler: the sm_90a wgmma core compiles for its tiles of every bit w
        R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":3,"x_enc":"unsigned",
            "tile":{"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1}})",
        {"kXStack = 3;"}},
-      // Folded sets (rules::fold_buffers): one result set, a W plane's temporary of all q
-      // planes (N = 256) folded each K step; two temporaries where they fit and p is even.
-      {"TMA core, folded sets, one temporary",
-       R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
-           "tile":{"bm":128,"bn":64,"bk":1024,"stages":2,"warps_m":8,"warps_n":1,"cluster":2}})",
-       {"kGroups = 1;", "kXStack = 4;", "kFoldBuffers = 1;", "kProducerWarps = 4;"}},
-      {"TMA core, folded sets, two temporaries",
-       R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":2,"x_enc":"signed",
-           "tile":{"bm":128,"bn":64,"bk":1024,"stages":2,"warps_m":8,"warps_n":1,"cluster":2}})",
-       {"kGroups = 1;", "kXStack = 2;", "kFoldBuffers = 2;"}},
-      {"TMA core, folded sets, odd p",
-       R"({"op":"apmm","w_bits":3,"w_enc":"signed","x_bits":3,"x_enc":"unsigned",
-           "tile":{"bm":128,"bn":64,"bk":1024,"stages":2,"warps_m":8,"warps_n":1,"cluster":2}})",
-       {"kXStack = 3;", "kFoldBuffers = 1;"}},
       {"cp.async core, 80-column wgmmas",
        R"({"op":"apmm","w_bits":2,"w_enc":"signed","x_bits":5,"x_enc":"unsigned",
            "tile":{"bm":128,"bn":16,"bk":512,"stages":3,"warps_m":8,"warps_n":1}})",
@@ -288,6 +274,45 @@ TEST_CASE("compiler: the sm_90a wgmma core compiles for its tiles of every bit w
     CHECK_MESSAGE(j.error.empty(), j.error);
     CHECK(j.out.cubin.size() > 64);
   }
+}
+
+TEST_CASE("compiler: folded TMA tiles compile without spills or serialized wgmmas") {
+  // rules::folds_sets: one result set, a W plane's temporary of all q planes (one wgmma)
+  // folded each K step. ptxas serialized the wgmmas (C7514) when a second temporary was folded
+  // while the next plane's wgmmas ran (session 37); the untuned w4a4 128x64 tile, w4a2
+  // 128x128 (192 accumulators) and w4a8 128x32, with their traits.
+  const struct { const char* label; const char* spec; std::vector<const char*> traits; } folded[] = {
+      {"w4a4 128x64",
+       R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":64,"bk":1024,"stages":2,"warps_m":8,"warps_n":1,"cluster":2}})",
+       {"kGroups = 1;", "kXStack = 4;", "kFold = true;", "kProducerWarps = 4;"}},
+      {"w4a2 128x128",
+       R"({"op":"apmm","w_bits":4,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":128,"bk":1024,"stages":2,"warps_m":8,"warps_n":1,"cluster":2}})",
+       {"kGroups = 1;", "kXStack = 2;", "kFold = true;"}},
+      {"w4a8 128x32",
+       R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":8,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":32,"bk":1024,"stages":2,"warps_m":8,"warps_n":1,"cluster":2}})",
+       {"kXStack = 8;", "kFold = true;"}},
+  };
+  std::vector<Job> jobs;
+  for (const auto& c : folded) {
+    const KernelSpec s = spec_of(c.spec);
+    const std::string source = apnn::generate(s, "sm_90a").source;
+    for (const char* want : c.traits) CHECK_MESSAGE(contains(source, want), c.label << ": " << want);
+    jobs.push_back({c.label, s, "sm_90a", {}, {}, 0});
+  }
+  compile_with_ptxas_info(jobs);
+  for (const Job& j : jobs) {
+    INFO(j.label);
+    CHECK(j.out.log.find("C7514") == std::string::npos);
+    CHECK(j.out.log.find("C7519") == std::string::npos);
+    CHECK(j.out.log.find("C7520") == std::string::npos);
+  }
+  // A tile whose exact sets fit keeps them: no fold.
+  CHECK(contains(apnn::generate(spec_of(R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":16,"bk":1024,"stages":3,"warps_m":8,"warps_n":1,"cluster":2}})"), "sm_90a").source,
+                 "kFold = false;"));
 }
 
 TEST_CASE("compiler: supported targets and options") {

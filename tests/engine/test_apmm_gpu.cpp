@@ -238,24 +238,26 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
     s.tile = o.t;
     specs.push_back(s);
   }
-  // Folded sets (rules::fold_buffers): one temporary (w4a4 128x64, the untuned tile; w3a3,
-  // odd p; w2a8 at N = 256; a cluster of 4), two (w4a2 128x64), over encoding pairs whose
-  // pair weights differ in sign and size.
-  const struct { int p, q; Encoding we, xe; Tile t; int buffers; } folded[] = {
-      {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}, 1},
-      {4, 4, Encoding::Pm1, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}, 1},
-      {4, 2, Encoding::Signed, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}, 2},
-      {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 4}, 1},
-      {3, 3, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}, 1},
-      {2, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}, 1},
-      {4, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}, 1}};
+  // Folded sets (rules::folds_sets) over encoding pairs whose pair weights differ in sign and
+  // size: the untuned w4a4 128x64 (also with a cluster of 4), w4a2 128x128 (192 accumulators)
+  // and w4a8 128x32, w3a4 128x64 and w3a3 (odd p), w2a8 at N = 256, w4a2 with signed X.
+  const struct { int p, q; Encoding we, xe; Tile t; } folded[] = {
+      {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}},
+      {4, 4, Encoding::Pm1, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}},
+      {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 4}},
+      {4, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 1024, 2, 8, 1, 2}},
+      {4, 2, Encoding::Signed, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}},
+      {3, 4, Encoding::Signed, Encoding::Pm1, {128, 64, 1024, 2, 8, 1, 2}},
+      {3, 3, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}},
+      {2, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}},
+      {4, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}}};
   for (const auto& f : folded) {
     KernelSpec s;
     s.w = {f.p, f.we};
     s.x = {f.q, f.xe};
     s.tile = f.t;
     INFO("folded w", f.p, "a", f.q, " bn ", f.t.bn);
-    REQUIRE(rules::fold_buffers(f.t, s.w, s.x) == f.buffers);
+    REQUIRE(rules::folds_sets(f.t, s.w, s.x));
     specs.push_back(s);
   }
   KernelSpec wide_signed;  // the bench's w2a2 on its wide tile: signed W, 4 sets

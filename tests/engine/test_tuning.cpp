@@ -202,17 +202,19 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   CHECK(resolve_tile(w2a2(), apmm_problem({8192, 4096, 4096}), target).tile->stages == 4);
   CHECK(resolve_tile(w2a2(), apmm_problem({1024, 4096, 4096}), target).tile->cluster == 2);
   // w4a4, whose cluster tile (128x16, a set per pair) issues 64-column wgmmas: the folded
-  // 128x64 tile with 2 stages (rules::fold_buffers: N = 256), once it gives every SM a block;
-  // w2a8 and w2a4, whose tiles are already 128 columns a wgmma, keep them.
+  // 128x64 tile with 2 stages (rules::folds_sets: N = 256), where its tiles fill half the SMs
+  // and its cluster pair spans two N tiles; w2a8 and w2a4, whose tiles are already 128 columns
+  // a wgmma, keep them.
   KernelSpec w4a4;
   w4a4.w = {4, Encoding::Signed};
   w4a4.x = {4, Encoding::Unsigned};
   for (const ApmmShape& shape : {ApmmShape{8192, 8192, 8192}, ApmmShape{1024, 4096, 4096}, ApmmShape{8192, 1024, 1024}}) {
     const Tile f = *resolve_tile(w4a4, apmm_problem(shape), target).tile;
     CHECK(f == Tile{128, 64, 1024, 2, 8, 1, 2});
-    CHECK(rules::fold_buffers(f, w4a4.w, w4a4.x) == 1);
+    CHECK(rules::folds_sets(f, w4a4.w, w4a4.x));
   }
-  CHECK(resolve_tile(w4a4, apmm_problem({64, 4096, 4096}), target).tile->bn == 16);  // 64 tiles: under a wave
+  CHECK(resolve_tile(w4a4, apmm_problem({64, 4096, 4096}), target).tile->bn == 16);  // 64 tiles: under half the SMs
+  CHECK(resolve_tile(w4a4, apmm_problem({16384, 64, 4096}), target).tile->bn == 16);  // one N tile of 64: no pair
   KernelSpec w2a8 = w4a4, w2a4 = w4a4;
   w2a8.w.bits = w2a4.w.bits = 2;
   w2a8.x.bits = 8;
@@ -608,9 +610,9 @@ TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's t
     for (const Tile& t : legal_tiles(s, "sm_90a", limit)) {
       if (t.cluster == 1) continue;
       s.tile = t;
-      // Folded tiles (rules::fold_buffers) hold their temporaries of q sets beside the result.
+      // Folded tiles (rules::folds_sets) hold a temporary of q sets beside the result.
       const rules::PlaneGroups g = rules::kernel_plane_groups(s, "sm_90a");
-      const int regs = rules::accumulator_regs(t, g.fold ? g.fold * q + 1 : static_cast<int>(g.weight.size()));
+      const int regs = rules::accumulator_regs(t, g.folded ? q + 1 : static_cast<int>(g.weight.size()));
       INFO(canonical_json(s), " accumulators ", regs);
       CHECK((rules::tma_producer_warps(t, s.w, s.x) == 4) == (t.warps_m * t.warps_n == 8 && regs > 128));
       CHECK(regs <= rules::kTmaMaxAccumulatorRegs);

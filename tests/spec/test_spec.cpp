@@ -630,33 +630,36 @@ TEST_CASE("rules: the wgmma cores stack X planes into one wgmma (2+ W planes on 
   CHECK(stack(gemm(2, Encoding::Signed, 5, 128, 8, 1024, 4, 8, 1, 1)) == 1);
   // Not on the mma.sync core.
   CHECK(kernel_plane_groups(w4a4, "sm_90").weight.size() == 10);
-  // Folded on the TMA core where a set per pair does not fit (rules::fold_buffers): one set
-  // of weight 1, all q planes a wgmma; two temporaries where (2q + 1) sets fit and p is even.
-  using apnn::rules::fold_buffers;
+  // Folded on the TMA core where not even the exact sets fit (rules::folds_sets): one set of
+  // weight 1, all q planes a wgmma, q + 1 sets of registers.
+  using apnn::rules::folds_sets;
   const KernelSpec w4a4_64 = gemm(4, Encoding::Signed, 4, 128, 64, 1024, 2, 8, 1, 2);
   const auto folded = kernel_plane_groups(w4a4_64, "sm_90a");
-  CHECK(folded.fold == 1);
+  CHECK(folded.folded);
   CHECK(folded.weight == std::vector<long long>{1});
   CHECK(folded.group_of == std::vector<std::vector<int>>(4, std::vector<int>(4, 0)));
   CHECK(stack(w4a4_64) == 4);
   CHECK(apnn::rules::tma_producer_warps(*w4a4_64.tile, w4a4_64.w, w4a4_64.x) == 4);  // 5 sets of 32: 160 registers
-  // Two: w4a2 signed x signed at 128x64 (5 sets of 32; its 12 exact sets would need 384).
-  CHECK(fold_buffers(*gemm(4, Encoding::Signed, 2, 128, 64, 1024, 2, 8, 1, 2).tile, w4a4.w, {2, Encoding::Signed}) == 2);
-  // None where the exact sets fit: w4a4 at 128x32 keeps its 10 (160 registers).
-  CHECK(fold_buffers(*gemm(4, Encoding::Signed, 4, 128, 32, 1024, 2, 8, 1, 2).tile, w4a4.w, w4a4.x) == 0);
-  CHECK(fold_buffers(*gemm(3, Encoding::Signed, 3, 128, 64, 1024, 2, 8, 1, 2).tile, {3, Encoding::Signed},
-                     {3, Encoding::Unsigned}) == 1);  // odd p: one
-  CHECK(fold_buffers(*gemm(2, Encoding::Signed, 8, 128, 32, 1024, 2, 8, 1, 2).tile, {2, Encoding::Signed},
-                     {8, Encoding::Unsigned}) == 1);  // 17 x 16 would not fit
-  CHECK(fold_buffers(*w4a4.tile, w4a4.w, w4a4.x) == 0);  // 128x16: the 16 pair sets fit
+  CHECK(folds_sets(*gemm(3, Encoding::Signed, 3, 128, 64, 1024, 2, 8, 1, 2).tile, {3, Encoding::Signed},
+                   {3, Encoding::Unsigned}));  // 7 exact sets of 32
+  CHECK(folds_sets(*gemm(2, Encoding::Signed, 8, 128, 32, 1024, 2, 8, 1, 2).tile, {2, Encoding::Signed},
+                   {8, Encoding::Unsigned}));  // 16 exact sets of 16; folded 9
+  // w4a2 at 128x128 (a legal tile: gemm() requires it): folded, exactly 192 registers (3 sets of 64).
+  CHECK(folds_sets(*gemm(4, Encoding::Signed, 2, 128, 128, 1024, 2, 8, 1, 2).tile, w4a4.w, {2, Encoding::Unsigned}));
+  // Not where the exact sets fit: w4a4 at 128x32 keeps its 10 (160 registers), at 128x16 the
+  // core's 16 pair sets.
+  CHECK_FALSE(folds_sets(*gemm(4, Encoding::Signed, 4, 128, 32, 1024, 2, 8, 1, 2).tile, w4a4.w, w4a4.x));
+  CHECK_FALSE(folds_sets(*w4a4.tile, w4a4.w, w4a4.x));
   Tile off = *w4a4_64.tile;
   off.cluster = 1;  // the cp.async core
-  CHECK(fold_buffers(off, w4a4.w, w4a4.x) == 0);
+  CHECK_FALSE(folds_sets(off, w4a4.w, w4a4.x));
   off = *w4a4_64.tile;
   off.warps_m = 4, off.warps_n = 2;
-  CHECK(fold_buffers(off, w4a4.w, w4a4.x) == 0);
-  CHECK(fold_buffers(*w4a4_64.tile, {1, Encoding::Pm1}, {4, Encoding::Unsigned}) == 0);  // one W plane
-  CHECK(fold_buffers(*w4a4_64.tile, w4a4.w, {5, Encoding::Unsigned}) == 0);              // N = 320
+  CHECK_FALSE(folds_sets(off, w4a4.w, w4a4.x));
+  // One X plane: nothing to fold, though w4a1's 4 exact sets at 128x128 (256 registers) do not fit.
+  CHECK_FALSE(folds_sets(Tile{128, 128, 1024, 2, 8, 1, 2}, w4a4.w, {1, Encoding::Unsigned}));
+  CHECK(apnn::rules::accumulator_regs(Tile{128, 128, 1024, 2, 8, 1, 2}, 4) > apnn::rules::kTmaMaxAccumulatorRegs);
+  CHECK_FALSE(folds_sets(*w4a4_64.tile, w4a4.w, {5, Encoding::Unsigned}));  // N = 320: no wgmma
   // Without folding the 128x64 tile's 10 exact sets would need 320 registers.
   CHECK(apnn::rules::accumulator_regs(*w4a4_64.tile, 10) > apnn::rules::kTmaMaxAccumulatorRegs);
   // Convs keep their sets (exact or merged, never a set per pair) and stack where those are
@@ -934,12 +937,12 @@ TEST_CASE("rules: the TMA core's wide tiles (bn 96, 192) take a producer warpgro
   CHECK(apnn::rules::check_tile(Tile{128, 48, 1024, 3, 8, 1, 2}, w2, a2).find("tile.bn") == 0);
   // Over 192 accumulators is over the TMA core's budget: w2a2 128x256 needs 512 (2 x 256
   // columns is no wgmma N, so its sets cannot fold). At 128x128 the 4 sets would need 256,
-  // folded (rules::fold_buffers) they take 3 x 64.
+  // folded (rules::folds_sets) they take 3 x 64.
   const std::string over = apnn::rules::tma_tile_error(Tile{128, 256, 1024, 3, 8, 1, 2}, w2a2);
   CHECK(contains(over, "512 accumulator registers"));
   CHECK(contains(over, "limit 192"));
   CHECK(apnn::rules::tma_tile_error(Tile{128, 128, 1024, 2, 8, 1, 2}, w2a2).empty());
-  CHECK(apnn::rules::fold_buffers(Tile{128, 128, 1024, 2, 8, 1, 2}, w2, a2) == 1);
+  CHECK(apnn::rules::folds_sets(Tile{128, 128, 1024, 2, 8, 1, 2}, w2, a2));
   // w1a1 128x256 (128 registers) keeps its one producer warp.
   CHECK(tma_producer_warps(Tile{128, 256, 1024, 4, 8, 1, 2}, w1u, w1u) == 1);
   // 16 consumer warps and a producer warp exceed 512 threads.
