@@ -200,6 +200,7 @@ struct GemmSm90aTma {
                                                     static_cast<u32>(tmp[0][0][t * Base::kNI + ni][e]));
     }
   }
+
   template <class Problem>
   static __device__ __forceinline__ void consume(u32 smem_base, u32 full0, u32 empty0, const Patches& patches,
                                                  int ktiles, int rm, int rn, const Problem& prob) {
