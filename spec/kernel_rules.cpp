@@ -67,10 +67,14 @@ PlaneGroups pair_groups(const OperandFormat& w, const OperandFormat& x) {
 
 static bool wgmma_has_n(int n) { return n == 8 || n == 16 || n == 24 || (n % 16 == 0 && n <= 256); }
 
+// folds_sets for q X planes, with the exact sets' count (plane_groups) at hand.
+static bool folds_exact_sets(const Tile& t, int q, int exact_sets) {
+  return !t.halo && t.cluster > 1 && t.warps_m == 8 && t.warps_n == 1 && q >= 2 && wgmma_has_n(q * t.bn) &&
+         accumulator_regs(t, exact_sets) > kTmaMaxAccumulatorRegs && accumulator_regs(t, q + 1) <= kTmaMaxAccumulatorRegs;
+}
+
 bool folds_sets(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
-  return !t.halo && t.cluster > 1 && t.warps_m == 8 && t.warps_n == 1 && x.bits >= 2 && wgmma_has_n(x.bits * t.bn) &&
-         accumulator_regs(t, static_cast<int>(plane_groups(w, x).weight.size())) > kTmaMaxAccumulatorRegs &&
-         accumulator_regs(t, x.bits + 1) <= kTmaMaxAccumulatorRegs;
+  return folds_exact_sets(t, x.bits, static_cast<int>(plane_groups(w, x).weight.size()));
 }
 
 // One result set of weight 1 for folded tiles (the pairs' weights apply as they fold).
@@ -103,7 +107,7 @@ PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch)
   // and 7-11% slower with int16: bench/NOTES.md, session 33 call 3.)
   if (t.halo) return exact;
   if (spec.op == Op::Apmm) {
-    if (folds_sets(t, spec.w, spec.x)) return folded_groups(spec.w, spec.x);
+    if (folds_exact_sets(t, spec.x.bits, static_cast<int>(exact.weight.size()))) return folded_groups(spec.w, spec.x);
     if (wgmma_x_stack(t, spec.w, spec.x, exact) > 1) return exact;
     const PlaneGroups pairs = pair_groups(spec.w, spec.x);
     const bool fits =
@@ -128,8 +132,8 @@ int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandForma
   // Every launch asks (apmm_runner.cpp): build the groups only where even p*q sets would
   // not fit, as for the wide tiles.
   if (t.warps_m * t.warps_n != 8 || accumulator_regs(t, w.bits * x.bits) <= kMaxAccumulatorRegs) return 1;
-  if (folds_sets(t, w, x)) return accumulator_regs(t, x.bits + 1) > kMaxAccumulatorRegs ? 4 : 1;
-  const int groups = static_cast<int>(plane_groups(w, x).weight.size());
+  const int exact = static_cast<int>(plane_groups(w, x).weight.size());
+  const int groups = folds_exact_sets(t, x.bits, exact) ? x.bits + 1 : exact;
   return accumulator_regs(t, groups) > kMaxAccumulatorRegs ? 4 : 1;
 }
 
@@ -194,7 +198,8 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
   if (t.bn % (8 * t.warps_n) != 0)
     return fmt::format("tile.bn={} does not divide into warps_n={} warp tiles of 8 columns", t.bn, t.warps_n);
   // Folded tiles hold q + 1 sets (folds_sets), the others plane_groups' (or fewer).
-  const int groups = folds_sets(t, w, x) ? x.bits + 1 : static_cast<int>(plane_groups(w, x).weight.size());
+  const int exact = static_cast<int>(plane_groups(w, x).weight.size());
+  const int groups = folds_exact_sets(t, x.bits, exact) ? x.bits + 1 : exact;
   const int regs = accumulator_regs(t, groups);
   const int limit = t.cluster > 1 ? kTmaMaxAccumulatorRegs : accumulator_limit(32 * t.warps_m * t.warps_n);
   if (regs > limit)
