@@ -74,18 +74,21 @@ PackedOperand ApmmRunner::pack_x(const DeviceBuffer& values, int64_t rows, int64
 namespace {
 
 // The TMA core's view of a packed operand: a 3-D tensor of words (ld, rows, planes), read
-// in boxes of 32 words (the 1024-bit K step: 128 bytes, the 128-byte swizzle) by box_rows
-// rows by box_planes planes. Out-of-range boxes read zeros.
-CUtensorMap operand_map(const PackedOperand& op, int planes, unsigned box_rows, unsigned box_planes) {
+// in boxes of one K step's words (bk 1024: 32 words, 128 bytes, the 128-byte swizzle; bk
+// 512: 16 words, the 64-byte swizzle, as the wgmma descriptors read them) by box_rows rows
+// by box_planes planes. Out-of-range boxes read zeros.
+CUtensorMap operand_map(const PackedOperand& op, int planes, int bk, unsigned box_rows, unsigned box_planes) {
+  const unsigned words = static_cast<unsigned>(bk / 32);
   const TiledMapShape shape{CU_TENSOR_MAP_DATA_TYPE_UINT32,
                             4,
                             3,
                             {static_cast<cuuint64_t>(op.ld), static_cast<cuuint64_t>(op.rows), static_cast<cuuint64_t>(planes)},
-                            {32, box_rows, box_planes},
-                            CU_TENSOR_MAP_SWIZZLE_128B,
+                            {words, box_rows, box_planes},
+                            bk == 1024 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B};
   return encode_tiled_map(op.planes.ptr(), shape, [&] {
-    return fmt::format("operand {} planes x {} rows x {} words, box {}x{}x32", planes, op.rows, op.ld, box_planes, box_rows);
+    return fmt::format("operand {} planes x {} rows x {} words, box {}x{}x{}", planes, op.rows, op.ld, box_planes, box_rows,
+                       words);
   });
 }
 
@@ -179,8 +182,10 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   // core is chosen for), with boxes as the core loads them: a whole tile of all planes where
   // no peer shares it, else this block's part of one plane.
   const rules::ClusterShape c = rules::cluster_shape(t, s.w, s.x);
-  CUtensorMap wmap = c.n == 1 ? operand_map(w, s.w.bits, t.bm, s.w.bits) : operand_map(w, s.w.bits, t.bm / c.n, 1);
-  CUtensorMap xmap = c.m == 1 ? operand_map(x, s.x.bits, t.bn, s.x.bits) : operand_map(x, s.x.bits, t.bn / c.m, 1);
+  CUtensorMap wmap =
+      c.n == 1 ? operand_map(w, s.w.bits, t.bk, t.bm, s.w.bits) : operand_map(w, s.w.bits, t.bk, t.bm / c.n, 1);
+  CUtensorMap xmap =
+      c.m == 1 ? operand_map(x, s.x.bits, t.bk, t.bn, s.x.bits) : operand_map(x, s.x.bits, t.bk, t.bn / c.m, 1);
   void* args[] = {&wmap, &xmap, &ws, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
   kernel_->module->launch(kApmmKernel, d, args);
 }

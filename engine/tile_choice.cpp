@@ -219,27 +219,39 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
 namespace {
 
 // The TMA core's folded sets (rules::folds_sets) where the cluster tile is 32 columns or
-// narrower and its wgmmas 64 or fewer: the tile whose wgmmas take all q X planes at N = 256,
-// with the 2 stages its shared memory holds, where its tiles fill half the SMs (as the
-// cluster tile's rule). Shared memory reads per MMA (A's 64 rows and B's N rows a wgmma)
-// fall by about 40% from N = 64, and the W tile is read from L2 once for 2-8x the columns. Same calls (session 37; bench/NOTES.md): apnn bench, w4a4 (128x16, a set per pair,
-// N = 64) against the folded 128x64, two rounds each (call 6), 8192^3 1901-1904 us against
-// 1438-1439, 8192x4096x4096 475-481 against 357-362, 1024x4096x4096 63.4-63.8 against
-// 47.2-47.4, 1024x1024x1024 8.30-8.33 against 7.80-7.84; apnn verify, w4a8 1024x4096x4096
-// (call 5) 128x8 118.9-119.1 us against the folded 128x32's 87.6-88.4. Where the tile's
-// wgmmas were already N = 128, folding to 256 lost (call 3): w2a8 128x32 52.7-53.2 us
-// against 128x16's 50.7-51.6, w2a4 128x64 30.4-30.8 against 128x32's 25.7-26.2. Untuned,
-// before against after (call 7), 1024x4096x4096 / 8192x4096x4096: w4a2 (128x32) 34.4 / 243.5
-// against 27.9 / 192.3 (pm1 weights 38.6 / 259.3 against 29.4 / 197.6), w3a4 (128x16) 43.9 /
-// 318.3 against 38.1 / 279.3; w3a2, whose 128x64 tile is already wide, 21.7 / 153.7
-// against 23.4 / 148.5 folded at 128x128: not taken there.
+// narrower and its wgmmas 64 or fewer: the widest tile whose wgmmas take all q X planes at once
+// (N = 256 for q = 2, 4, 8; 192 for q = 3, 6; 160 and 224 for q = 5, 7), with 2 stages of 1024
+// bits where they fit, else of 512 (p = 6..8; w8a8's W tile alone is 64 KB at 512), where its
+// tiles fill half the SMs (as the cluster tile's rule). Shared memory reads per MMA (A's 64
+// rows and B's N rows a wgmma) fall by about 40% from N = 64, and the W tile is read from L2
+// once for 2-8x the columns. Same calls (session 37; bench/NOTES.md): apnn bench, w4a4 (128x16,
+// a set per pair, N = 64) against the folded 128x64, two rounds each (call 6), 8192^3 1901-1904
+// us against 1438-1439, 8192x4096x4096 475-481 against 357-362, 1024x4096x4096 63.4-63.8
+// against 47.2-47.4, 1024x1024x1024 8.30-8.33 against 7.80-7.84; apnn verify, w4a8
+// 1024x4096x4096 (call 5) 128x8 118.9-119.1 us against the folded 128x32's 87.6-88.4. Where the
+// tile's wgmmas were already N = 128, folding to 256 lost (call 3): w2a8 128x32 52.7-53.2 us
+// against 128x16's 50.7-51.6, w2a4 128x64 30.4-30.8 against 128x32's 25.7-26.2. Untuned, before
+// against after (call 7), 1024x4096x4096 / 8192x4096x4096: w4a2 (128x32) 34.4 / 243.5 against
+// 27.9 / 192.3 (pm1 weights 38.6 / 259.3 against 29.4 / 197.6), w3a4 (128x16) 43.9 / 318.3
+// against 38.1 / 279.3; w3a2, whose 128x64 tile is already wide, 21.7 / 153.7 against 23.4 /
+// 148.5 folded at 128x128: not taken there. Session 38 (call 1), apnn verify at 1024x4096x4096,
+// the cp.async core's tiles (or w3a3's unfolded cluster tile) against these, us: w8a8 663.2 ->
+// 218.7, w8a4 241.2 -> 111.0, w8a2 179.8 -> 61.6, w7a7 552.4 -> 168.9, w6a8 528.6 -> 166.5,
+// w6a6 238.8 -> 137.5, w5a5 179.9 -> 74.2, w5a4 145.5 -> 58.0, w4a6 161.9 -> 71.6, unsigned
+// w4a4 80.9 -> 46.3, w3a3 35.9 -> 32.4; apnn bench, w8a8 8192^3 20303 -> 6903 (66% of the wgmma
+// peak). A third 512-bit stage where it fits was even (w6a6 136.0-137.3 against 138.6, w7a7
+// 168.8-169.6 against 165.9).
 std::optional<Tile> folded_tile(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
   const rules::PlaneGroups groups = rules::kernel_plane_groups(with_tile(s, c2), t.arch);
   const int n = c2.bn * rules::wgmma_x_stack(c2, s.w, s.x, groups);
-  if (c2.bn > 32 || n > 64 || 256 % s.x.bits != 0) return std::nullopt;
+  if (c2.bn > 32 || n > 64) return std::nullopt;
   Tile f = c2;
-  f.bn = 256 / s.x.bits;
+  f.bn = 0;  // the widest whose q stacked sets are one wgmma: N = 256 for q = 2, 4, 8, else 160..224
+  for (int bn : {128, 64, 32})
+    if (f.bn == 0 && bn * s.x.bits <= 256) f.bn = bn;
+  f.bk = 1024;
   f.stages = 2;
+  if (!fits(s, f, t)) f.bk = 512;  // 64-byte rows: w8a8 128x32 2 x 80 KB
   // The cluster's pair must still span two tiles at the wider bn (rules::cluster_shares_x).
   const int64_t along_pair = rules::cluster_shares_x(f, s.w, s.x) ? (p.M + f.bm - 1) / f.bm : (p.N + f.bn - 1) / f.bn;
   if (!rules::folds_sets(f, s.w, s.x) || !rules::tma_tile_error(f, s).empty() || !fits(s, f, t) || along_pair < 2 ||
@@ -280,6 +292,10 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
           rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
       if (tiles_along_pair >= 2 && fits(s, c2, t)) {
         if (const std::optional<Tile> f = folded_tile(s, p, t, c2)) return *f;
+        // 512-bit steps (where two 1024-bit stages do not fit: p of 5 or more) reach the TMA
+        // core only folded; their narrow unfolded tiles stay on the cp.async core, unmeasured
+        // on the TMA core.
+        if (c2.bk != 1024) return wt;
         // K over 4096 bits: the tile half again as wide (w1a2 128x192, w1a3, w1a4, w2a2 128x96;
         // rules::tma_producer_warps), whose patches read a sixth fewer operand bytes per MMA,
         // where its last round of patches costs no more (clusters of 2 on every SM: ceil of

@@ -463,7 +463,8 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
   const std::string field = fmt::format("tile.cluster {}", t.cluster);
   if (spec.op != Op::Apmm) return field + " (the TMA core) is for op apmm only";
   if (!spec.epilogue.empty()) return field + " (the TMA core) has the plain output only (int32 or int16): no epilogue chain";
-  if (t.bk != 1024) return fmt::format("{} needs bk 1024 (one 128-byte TMA row per operand row), got {}", field, t.bk);
+  if (t.bk != 1024 && t.bk != 512)
+    return fmt::format("{} needs bk 1024 or 512 (one 128- or 64-byte TMA row per operand row), got {}", field, t.bk);
   if (std::string why = wgmma_tile_error(t, spec.w, spec.x); !why.empty()) return field + ": " + why;
   const ClusterShape c = cluster_shape(t, spec.w, spec.x);
   if (t.bm % (8 * c.n) != 0)

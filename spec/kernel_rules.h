@@ -229,7 +229,7 @@ int64_t max_reduction(const KernelSpec& spec);
 // for specs built in code.
 std::string output_error(const KernelSpec& spec);
 // Empty for cluster 1; otherwise why the TMA core cannot run the tile (op apmm, no epilogue,
-// bk 1024, a wgmma tile, whole 8-row atoms in each block's part of a shared tile), naming
+// bk 1024 or 512, a wgmma tile, whole 8-row atoms in each block's part of a shared tile), naming
 // the field.
 std::string tma_tile_error(const Tile& t, const KernelSpec& spec);
 

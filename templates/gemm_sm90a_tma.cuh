@@ -20,8 +20,9 @@
 // wgmmas reading the slot are done. Persistent: cluster c takes patches c, c + clusters, ...;
 // all blocks walk the same patches, so their pipelines stay in step. The operand tiles are
 // 1024 bits of K (one 128-byte row per operand row, the TMA box's inner extent, copied with
-// the 128-byte swizzle the wgmma descriptors use); rows past M or N and words past the packed
-// row are zero-filled by the copy engine.
+// the 128-byte swizzle the wgmma descriptors use), or 512 bits (64-byte rows, the 64-byte
+// swizzle) where a 1024-bit stage does not fit twice (w8a8's W tile alone is 128 KB); rows
+// past M or N and words past the packed row are zero-filled by the copy engine.
 #pragma once
 #include "gemm_sm90a.cuh"
 #include "ptx_tma.cuh"
@@ -51,7 +52,8 @@ struct GemmSm90aTma {
   // otherwise), then 2*kStages mbarriers and a word for the timeline's record index
   // (timeline.cuh; host: rules::kTmaBarrierBytes covers 15 stages and the word).
   static constexpr int kSmemBytes = Base::kSmemBytes + T::kOutputStagingBytes + 2 * T::kStages * 8 + 8;
-  static_assert(T::kBK == 1024, "TMA core: one 128-byte row per operand row and K step");
+  static_assert(T::kBK == 1024 || T::kBK == 512, "TMA core: one 128- or 64-byte row per operand row and K step");
+  static constexpr int kRowWords = Base::kRowWords;  // the TMA box's inner extent
   static_assert(T::kBM % (8 * kCN) == 0 && T::kBN % (8 * kCM) == 0, "TMA core: multicast parts must be whole 8-row atoms");
   static_assert(kCluster >= 2 && kCluster <= 8, "TMA core: clusters of 2..8 blocks");
 
@@ -92,19 +94,19 @@ struct GemmSm90aTma {
         const u32 a = smem_base + slot * kStageBytes;
         const u32 b = a + Base::kRowsA * kRowBytes;
         if constexpr (kCN == 1) {
-          ptx::tma_load_3d(a, wmap, kt * 32, m0, 0, full, keep);  // all p planes of the W tile
+          ptx::tma_load_3d(a, wmap, kt * kRowWords, m0, 0, full, keep);  // all p planes of the W tile
         } else {
 #pragma unroll
           for (int s = 0; s < T::kWBits; ++s)  // this block's part of each W plane, to its patch row
-            ptx::tma_load_3d_multicast(a + (s * T::kBM + rn * kWPart) * kRowBytes, wmap, kt * 32, m0 + rn * kWPart, s,
+            ptx::tma_load_3d_multicast(a + (s * T::kBM + rn * kWPart) * kRowBytes, wmap, kt * kRowWords, m0 + rn * kWPart, s,
                                        full, row_mask, keep);
         }
         if constexpr (kCM == 1) {
-          ptx::tma_load_3d(b, xmap, kt * 32, n0, 0, full, keep);  // all q planes of the X tile
+          ptx::tma_load_3d(b, xmap, kt * kRowWords, n0, 0, full, keep);  // all q planes of the X tile
         } else {
 #pragma unroll
           for (int t = 0; t < T::kXBits; ++t)  // this block's part of each X plane, to its patch column
-            ptx::tma_load_3d_multicast(b + (t * T::kBN + rm * kXPart) * kRowBytes, xmap, kt * 32, n0 + rm * kXPart, t,
+            ptx::tma_load_3d_multicast(b + (t * T::kBN + rm * kXPart) * kRowBytes, xmap, kt * kRowWords, n0 + rm * kXPart, t,
                                        full, col_mask, keep);
         }
       }
@@ -124,7 +126,7 @@ struct GemmSm90aTma {
     const int rank = static_cast<int>(ptx::cluster_ctarank());
     const int rm = rank % kCM, rn = rank / kCM;
     const Patches patches(prob.a_rows, prob.N);
-    const int ktiles = (prob.k_words + 31) / 32;
+    const int ktiles = (prob.k_words + kRowWords - 1) / kRowWords;
 
     if (threadIdx.x == 0) {
       APNN_TIMELINE_BEGIN(timeline_slot(empty0));

@@ -260,6 +260,30 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
     REQUIRE(rules::folds_sets(f.t, s.w, s.x));
     specs.push_back(s);
   }
+  // 512-bit K steps (64-byte rows, the 64-byte swizzle): the folded tiles of p = 5..8, whose
+  // 1024-bit stage does not fit twice (w8a8's untuned 128x32; w8a4 with a cluster of 4; 3
+  // stages; w7a7's N = 224), and unfolded tiles with each operand shared (cluster 2 sharing X,
+  // 4 sharing both, 8).
+  const struct { int p, q; Encoding we, xe; Tile t; } half_steps[] = {
+      {8, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}},
+      {8, 8, Encoding::Signed, Encoding::Signed, {128, 32, 512, 2, 8, 1, 2}},
+      {8, 4, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 4}},
+      {8, 2, Encoding::Signed, Encoding::Pm1, {128, 128, 512, 2, 8, 1, 2}},
+      {5, 4, Encoding::Unsigned, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 2}},
+      {6, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}},
+      {7, 7, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}},  // N = 224
+      {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 4, 8, 1, 2}},
+      {2, 2, Encoding::Signed, Encoding::Unsigned, {128, 96, 512, 4, 8, 1, 4}},
+      {1, 1, Encoding::Unsigned, Encoding::Unsigned, {64, 256, 512, 4, 4, 2, 8}}};
+  for (const auto& h : half_steps) {
+    KernelSpec s;
+    s.w = {h.p, h.we};
+    s.x = {h.q, h.xe};
+    s.tile = h.t;
+    INFO("bk 512 w", h.p, "a", h.q, " bn ", h.t.bn);
+    CHECK(rules::folds_sets(h.t, s.w, s.x) == (h.p >= 5));
+    specs.push_back(s);
+  }
   KernelSpec wide_signed;  // the bench's w2a2 on its wide tile: signed W, 4 sets
   wide_signed.w = {2, Encoding::Signed};
   wide_signed.x = {2, Encoding::Unsigned};
@@ -269,7 +293,7 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
   prewarm(specs, "sm_90a");
   Engine engine;
   // M=100: one M tile, so a cluster sharing X has blocks whose rows all lie past M.
-  // K=130 and 300: a single K step shorter than the 1024-bit box. The last three have more
+  // K=130 and 300: a single K step shorter than the 1024- or 512-bit box. The last three have more
   // tile patches than the persistent grid has clusters (for cluster 8, the last one).
   const ApmmShape shapes[] = {{1, 1, 1},         {7, 13, 300},      {100, 517, 1000}, {333, 517, 1000},
                               {129, 65, 1025},   {4100, 1100, 130}, {300, 2000, 2100}, {1000, 3000, 3000},

@@ -220,6 +220,27 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   w2a8.x.bits = 8;
   CHECK(*resolve_tile(w2a8, apmm_problem({8192, 8192, 8192}), target).tile == Tile{128, 16, 1024, 4, 8, 1, 2});
   CHECK(*resolve_tile(w2a4, apmm_problem({8192, 8192, 8192}), target).tile == Tile{128, 32, 1024, 4, 8, 1, 2});
+  // p of 8, whose 1024-bit stage does not fit twice: the folded tiles with 512-bit steps; where
+  // they would not fill half the SMs, the cp.async core's narrow tile as before.
+  KernelSpec w8a8 = w4a4, w8a4 = w4a4;
+  w8a8.w.bits = w8a8.x.bits = w8a4.w.bits = 8;
+  for (const ApmmShape& shape : {ApmmShape{8192, 8192, 8192}, ApmmShape{1024, 4096, 4096}}) {
+    CHECK(*resolve_tile(w8a8, apmm_problem(shape), target).tile == Tile{128, 32, 512, 2, 8, 1, 2});
+    CHECK(*resolve_tile(w8a4, apmm_problem(shape), target).tile == Tile{128, 64, 512, 2, 8, 1, 2});
+  }
+  // 512-bit steps also where a third would fit (w6a6: 60 KB a stage); where two 1024-bit
+  // stages fit, those (w5a4: 2 x 112 KB), as for w4a4 with unsigned weights (whose cluster
+  // tile's widest stage is 512 bits).
+  KernelSpec w6a6 = w4a4, w5a4 = w4a4, u4a4 = w4a4;
+  w6a6.w.bits = w6a6.x.bits = 6;
+  w5a4.w.bits = 5;
+  u4a4.w.enc = Encoding::Unsigned;
+  CHECK(*resolve_tile(w6a6, apmm_problem({1024, 4096, 4096}), target).tile == Tile{128, 32, 512, 2, 8, 1, 2});
+  CHECK(*resolve_tile(w5a4, apmm_problem({1024, 4096, 4096}), target).tile == Tile{128, 64, 1024, 2, 8, 1, 2});
+  CHECK(*resolve_tile(u4a4, apmm_problem({1024, 4096, 4096}), target).tile == Tile{128, 64, 1024, 2, 8, 1, 2});
+  const Tile w8a4_small = *resolve_tile(w8a4, apmm_problem({256, 1024, 1024}), target).tile;  // 32 tiles of 128x64
+  CHECK(w8a4_small.cluster == 1);
+  CHECK(w8a4_small.bk == 512);
   // A single M tile cannot pair along M: the cp.async wgmma core (N=16384: 128 tiles of 128
   // columns, over half a wave).
   const Problem one_m = apmm_problem({128, 16384, 4096});

@@ -809,7 +809,7 @@ TEST_CASE("spec: apconv canonical JSON carries the geometry and round-trips") {
   CHECK_FALSE(mm.contains("pad"));
 }
 
-TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile of bk 1024 without a chain") {
+TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile of bk 1024 or 512 without a chain") {
   const json tma = {{"bm", 128}, {"bn", 128}, {"bk", 1024}, {"stages", 4}, {"warps_m", 8}, {"warps_n", 1}, {"cluster", 2}};
   const KernelSpec s = apnn::parse_spec(with_tile(base_spec(), tma), kOrigin);
   REQUIRE(s.tile);
@@ -831,7 +831,8 @@ TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile 
     t[key] = v;
     return with_tile(base_spec(), t);
   };
-  expect_rejected(with("bk", 512), {"tile.cluster 2", "bk 1024", "512"});
+  expect_rejected(with("bk", 256), {"tile.cluster 2", "bk 1024 or 512", "256"});
+  CHECK(apnn::parse_spec(with("bk", 512), kOrigin).tile->bk == 512);  // 64-byte rows, the 64-byte swizzle
   // Without warps, a cluster-2 tile gets the wgmma grid (warpgroups along M), not choose_warps'.
   const KernelSpec no_warps = apnn::parse_spec(
       with_tile(base_spec(1, "unsigned", 1, "unsigned"), {{"bm", 128}, {"bn", 256}, {"bk", 1024}, {"cluster", 2}}), kOrigin);
