@@ -238,52 +238,49 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
     s.tile = o.t;
     specs.push_back(s);
   }
-  // Folded sets (rules::folds_sets) over encoding pairs whose pair weights differ in sign and
-  // size: the untuned w4a4 128x64 (also with a cluster of 4), w4a2 128x128 (192 accumulators)
-  // and w4a8 128x32, w3a4 128x64 and w3a3 (odd p), w2a8 at N = 256, w4a2 with signed X.
-  const struct { int p, q; Encoding we, xe; Tile t; } folded[] = {
-      {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}},
-      {4, 4, Encoding::Pm1, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}},
-      {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 4}},
-      {4, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 1024, 2, 8, 1, 2}},
-      {4, 2, Encoding::Signed, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}},
-      {3, 4, Encoding::Signed, Encoding::Pm1, {128, 64, 1024, 2, 8, 1, 2}},
-      {3, 3, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}},
-      {2, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}},
-      {4, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}}};
-  for (const auto& f : folded) {
+  // Explicit tiles, each with whether rules::folds_sets folds it.
+  struct Listed {
+    int p, q;
+    Encoding we, xe;
+    Tile t;
+  };
+  auto add = [&](const Listed& l, bool folds) {
     KernelSpec s;
-    s.w = {f.p, f.we};
-    s.x = {f.q, f.xe};
-    s.tile = f.t;
-    INFO("folded w", f.p, "a", f.q, " bn ", f.t.bn);
-    REQUIRE(rules::folds_sets(f.t, s.w, s.x));
+    s.w = {l.p, l.we};
+    s.x = {l.q, l.xe};
+    s.tile = l.t;
+    INFO("w", l.p, "a", l.q, " bn ", l.t.bn, " bk ", l.t.bk);
+    REQUIRE(rules::folds_sets(l.t, s.w, s.x) == folds);
     specs.push_back(s);
-  }
+  };
+  // Folded sets over encoding pairs whose pair weights differ in sign and size: the untuned
+  // w4a4 128x64 (also with a cluster of 4), w4a2 128x128 (192 accumulators) and w4a8 128x32,
+  // w3a4 128x64 and w3a3 (odd p), w2a8 at N = 256, w4a2 with signed X.
+  const Listed folded[] = {{4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}},
+                           {4, 4, Encoding::Pm1, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}},
+                           {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 4}},
+                           {4, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 1024, 2, 8, 1, 2}},
+                           {4, 2, Encoding::Signed, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}},
+                           {3, 4, Encoding::Signed, Encoding::Pm1, {128, 64, 1024, 2, 8, 1, 2}},
+                           {3, 3, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}},
+                           {2, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}},
+                           {4, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}}};
+  for (const Listed& l : folded) add(l, true);
   // 512-bit K steps (64-byte rows, the 64-byte swizzle): the folded tiles of p = 5..8, whose
   // 1024-bit stage does not fit twice (w8a8's untuned 128x32; w8a4 with a cluster of 4; 3
   // stages; w7a7's N = 224), and unfolded tiles with each operand shared (cluster 2 sharing X,
   // 4 sharing both, 8).
-  const struct { int p, q; Encoding we, xe; Tile t; } half_steps[] = {
-      {8, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}},
-      {8, 8, Encoding::Signed, Encoding::Signed, {128, 32, 512, 2, 8, 1, 2}},
-      {8, 4, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 4}},
-      {8, 2, Encoding::Signed, Encoding::Pm1, {128, 128, 512, 2, 8, 1, 2}},
-      {5, 4, Encoding::Unsigned, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 2}},
-      {6, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}},
-      {7, 7, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}},  // N = 224
-      {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 4, 8, 1, 2}},
-      {2, 2, Encoding::Signed, Encoding::Unsigned, {128, 96, 512, 4, 8, 1, 4}},
-      {1, 1, Encoding::Unsigned, Encoding::Unsigned, {64, 256, 512, 4, 4, 2, 8}}};
-  for (const auto& h : half_steps) {
-    KernelSpec s;
-    s.w = {h.p, h.we};
-    s.x = {h.q, h.xe};
-    s.tile = h.t;
-    INFO("bk 512 w", h.p, "a", h.q, " bn ", h.t.bn);
-    CHECK(rules::folds_sets(h.t, s.w, s.x) == (h.p >= 5));
-    specs.push_back(s);
-  }
+  const Listed half_steps[] = {{8, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}},
+                               {8, 8, Encoding::Signed, Encoding::Signed, {128, 32, 512, 2, 8, 1, 2}},
+                               {8, 4, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 4}},
+                               {8, 2, Encoding::Signed, Encoding::Pm1, {128, 128, 512, 2, 8, 1, 2}},
+                               {5, 4, Encoding::Unsigned, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 2}},
+                               {6, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}},
+                               {7, 7, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}},  // N = 224
+                               {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 4, 8, 1, 2}},
+                               {2, 2, Encoding::Signed, Encoding::Unsigned, {128, 96, 512, 4, 8, 1, 4}},
+                               {1, 1, Encoding::Unsigned, Encoding::Unsigned, {64, 256, 512, 4, 4, 2, 8}}};
+  for (const Listed& l : half_steps) add(l, l.p >= 5);
   KernelSpec wide_signed;  // the bench's w2a2 on its wide tile: signed W, 4 sets
   wide_signed.w = {2, Encoding::Signed};
   wide_signed.x = {2, Encoding::Unsigned};
