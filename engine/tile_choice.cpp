@@ -292,9 +292,10 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
           rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
       if (tiles_along_pair >= 2 && fits(s, c2, t)) {
         if (const std::optional<Tile> f = folded_tile(s, p, t, c2)) return *f;
-        // 512-bit steps (where two 1024-bit stages do not fit: p of 5 or more) reach the TMA
-        // core only folded; their narrow unfolded tiles stay on the cp.async core, unmeasured
-        // on the TMA core.
+        // A cluster tile of 512-bit steps (rules::wgmma_tile fits no 3 or 4 stages of 1024 bits:
+        // p of 5 or more, some w4) reaches the TMA core only folded; unfolded, it stays on the
+        // cp.async core (512-bit steps ran 8-27% slower than 1024-bit ones on the TMA core in
+        // session 38, call 2).
         if (c2.bk != 1024) return wt;
         // K over 4096 bits: the tile half again as wide (w1a2 128x192, w1a3, w1a4, w2a2 128x96;
         // rules::tma_producer_warps), whose patches read a sixth fewer operand bytes per MMA,

@@ -16,7 +16,7 @@ namespace apnn {
 enum class Op { Apmm, Apconv };
 
 // Block tile of the output (bm x bn), K step in bits (bk), pipeline depth and warp grid.
-// cluster 2, 4 or 8: the tile runs on the TMA-fed wgmma core (sm_90a APMM, bk 1024), where a
+// cluster 2, 4 or 8: the tile runs on the TMA-fed wgmma core (sm_90a APMM, bk 1024 or 512), where a
 // cluster of blocks computing neighbouring tiles shares operand tiles through multicast.
 // halo ("core": "halo"): an APConv tile on the halo core (sm_90a, templates/conv_sm90a_halo.cuh):
 // bn output columns of a grid of whole output rows, each tile's input loaded once.

@@ -280,8 +280,8 @@ TEST_CASE("compiler: folded TMA tiles compile without spills or serialized wgmma
   // rules::folds_sets: one result set, a W plane's temporary of all q planes (one wgmma)
   // folded each K step. ptxas serialized the wgmmas (C7514) when a second temporary was folded
   // while the next plane's wgmmas ran (session 37); the untuned w4a4 128x64 tile, w4a2
-  // 128x128 (192 accumulators) and w4a8 128x32, and w8a8 128x32 with 512-bit steps (the
-  // 64-byte swizzle), with their traits.
+  // 128x128 (192 accumulators) and w4a8 128x32, w5a5 128x32 (N = 160), and w8a8 128x32 with
+  // 512-bit steps (the 64-byte swizzle), with their traits.
   const struct { const char* label; const char* spec; std::vector<const char*> traits; } folded[] = {
       {"w4a4 128x64",
        R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":4,"x_enc":"unsigned",
@@ -295,6 +295,10 @@ TEST_CASE("compiler: folded TMA tiles compile without spills or serialized wgmma
        R"({"op":"apmm","w_bits":4,"w_enc":"signed","x_bits":8,"x_enc":"unsigned",
            "tile":{"bm":128,"bn":32,"bk":1024,"stages":2,"warps_m":8,"warps_n":1,"cluster":2}})",
        {"kXStack = 8;", "kFold = true;"}},
+      {"w5a5 128x32 (N = 160)",
+       R"({"op":"apmm","w_bits":5,"w_enc":"signed","x_bits":5,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":32,"bk":1024,"stages":2,"warps_m":8,"warps_n":1,"cluster":2}})",
+       {"kXStack = 5;", "kFold = true;"}},
       {"w8a8 128x32/512",
        R"({"op":"apmm","w_bits":8,"w_enc":"signed","x_bits":8,"x_enc":"unsigned",
            "tile":{"bm":128,"bn":32,"bk":512,"stages":2,"warps_m":8,"warps_n":1,"cluster":2}})",

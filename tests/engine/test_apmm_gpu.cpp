@@ -255,7 +255,7 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
   };
   // Folded sets over encoding pairs whose pair weights differ in sign and size: the untuned
   // w4a4 128x64 (also with a cluster of 4), w4a2 128x128 (192 accumulators) and w4a8 128x32,
-  // w3a4 128x64 and w3a3 (odd p), w2a8 at N = 256, w4a2 with signed X.
+  // w3a4 128x64 and w3a3 (odd p), w2a8 at N = 256, w4a2 with signed X, w5a5 at N = 160.
   const Listed folded[] = {{4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}},
                            {4, 4, Encoding::Pm1, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}},
                            {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 4}},
@@ -264,12 +264,13 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
                            {3, 4, Encoding::Signed, Encoding::Pm1, {128, 64, 1024, 2, 8, 1, 2}},
                            {3, 3, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}},
                            {2, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}},
-                           {4, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}}};
+                           {4, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}},
+                           {5, 5, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}}};
   for (const Listed& l : folded) add(l, true);
-  // 512-bit K steps (64-byte rows, the 64-byte swizzle): the folded tiles of p = 5..8, whose
+  // 512-bit K steps (64-byte rows, the 64-byte swizzle): folded tiles of p = 6..8, whose
   // 1024-bit stage does not fit twice (w8a8's untuned 128x32; w8a4 with a cluster of 4; 3
-  // stages; w7a7's N = 224), and unfolded tiles with each operand shared (cluster 2 sharing X,
-  // 4 sharing both, 8).
+  // stages; w7a7's N = 224, w6a6's 192), w5a4 at 512 bits for coverage, and unfolded tiles
+  // with each operand shared (cluster 2 sharing X, 4 sharing both, 8).
   const Listed half_steps[] = {{8, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}},
                                {8, 8, Encoding::Signed, Encoding::Signed, {128, 32, 512, 2, 8, 1, 2}},
                                {8, 4, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 4}},
@@ -277,6 +278,7 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
                                {5, 4, Encoding::Unsigned, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 2}},
                                {6, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}},
                                {7, 7, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}},  // N = 224
+                               {6, 6, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}},
                                {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 4, 8, 1, 2}},
                                {2, 2, Encoding::Signed, Encoding::Unsigned, {128, 96, 512, 4, 8, 1, 4}},
                                {1, 1, Encoding::Unsigned, Encoding::Unsigned, {64, 256, 512, 4, 4, 2, 8}}};
