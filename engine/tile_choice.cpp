@@ -290,8 +290,20 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
       c2.cluster = 2;
       const int64_t tiles_along_pair =
           rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
-      if (tiles_along_pair >= 2 && fits(s, c2, t)) {
+      const bool pairs = tiles_along_pair >= 2 && fits(s, c2, t);
+      if (pairs)
         if (const std::optional<Tile> f = folded_tile(s, p, t, c2)) return *f;
+      // M of 64 or fewer: half of every 128-row tile would be empty, so the heuristic's 64-row
+      // tile below. apnn verify at M = 64, N = K, two rounds each (session 38, call 5), us, this
+      // tile against the heuristic's: w8a8 1024 7.31-7.33 against 5.26-5.27, 2048 22.29-22.37
+      // against 12.99-13.13; w4a4 2048 7.88-7.92 against 5.33-5.36, 4096 20.74-20.77 against
+      // 8.93; w2a8 2048 6.47-6.52 against 5.77-5.80, 4096 14.29-14.33 against 9.69-9.71; w2a4
+      // 4096 9.19-9.20 against 6.50-6.61. (w8a8 at 4096 folds above: 41.84-41.96 against the
+      // heuristic's 43.93-44.08.) Measured for 8 or more plane pairs only: fewer take the
+      // heuristic's tile at these shapes anyway (their 128-row tile is under half a wave), and
+      // at larger N, where they take the 128-row tile, M = 64 is unmeasured.
+      const bool half_empty = p.M <= wt.bm / 2 && s.w.bits * s.x.bits >= 8;
+      if (pairs && !half_empty) {
         // A cluster tile of 512-bit steps (rules::wgmma_tile fits no 3 or 4 stages of 1024 bits:
         // p of 5 or more, some w4) reaches the TMA core only folded; unfolded, it stays on the
         // cp.async core (512-bit steps ran 8-27% slower than 1024-bit ones on the TMA core in
@@ -350,7 +362,7 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         }
         return c2;
       }
-      return wt;
+      if (!half_empty) return wt;
     }
   }
   const Tile h = rules::heuristic_tile(s, p.M, p.N, p.K_bits, t.sm_count, t.max_smem);

@@ -213,7 +213,13 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
     CHECK(f == Tile{128, 64, 1024, 2, 8, 1, 2});
     CHECK(rules::folds_sets(f, w4a4.w, w4a4.x));
   }
-  CHECK(resolve_tile(w4a4, apmm_problem({64, 4096, 4096}), target).tile->bn == 16);  // 64 tiles: under half the SMs
+  // M of 64 or fewer: not a 128-row tile, half of it empty, but the heuristic's 64-row one
+  // (at 8 or more plane pairs, where measured); the folded tile still where it fills half the
+  // SMs (w8a8 at N = 4096: 128 tiles of 32 columns).
+  const Tile w4a4_m64 = *resolve_tile(w4a4, apmm_problem({64, 4096, 4096}), target).tile;
+  CHECK(w4a4_m64.bm == 64);
+  CHECK(w4a4_m64.cluster == 1);
+  CHECK(resolve_tile(w4a4, apmm_problem({65, 4096, 4096}), target).tile->bm == 128);
   CHECK(resolve_tile(w4a4, apmm_problem({16384, 64, 4096}), target).tile->bn == 16);  // one N tile of 64: no pair
   KernelSpec w2a8 = w4a4, w2a4 = w4a4;
   w2a8.w.bits = w2a4.w.bits = 2;
@@ -238,6 +244,9 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   CHECK(*resolve_tile(w6a6, apmm_problem({1024, 4096, 4096}), target).tile == Tile{128, 32, 512, 2, 8, 1, 2});
   CHECK(*resolve_tile(w5a4, apmm_problem({1024, 4096, 4096}), target).tile == Tile{128, 64, 1024, 2, 8, 1, 2});
   CHECK(*resolve_tile(u4a4, apmm_problem({1024, 4096, 4096}), target).tile == Tile{128, 64, 1024, 2, 8, 1, 2});
+  CHECK(*resolve_tile(w8a8, apmm_problem({64, 1024, 1024}), target).tile == Tile{64, 8, 1024, 3, 4, 1});
+  CHECK(*resolve_tile(w8a8, apmm_problem({64, 4096, 4096}), target).tile == Tile{128, 32, 512, 2, 8, 1, 2});
+  CHECK(resolve_tile(w1a2(), apmm_problem({64, 16384, 16384}), target).tile->bm == 128);  // 2 plane pairs: unmeasured
   const Tile w8a4_small = *resolve_tile(w8a4, apmm_problem({256, 1024, 1024}), target).tile;  // 32 tiles of 128x64
   CHECK(w8a4_small.cluster == 1);
   CHECK(w8a4_small.bk == 512);
