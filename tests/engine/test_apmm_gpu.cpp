@@ -281,7 +281,14 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
                                {6, 6, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}},
                                {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 4, 8, 1, 2}},
                                {2, 2, Encoding::Signed, Encoding::Unsigned, {128, 96, 512, 4, 8, 1, 4}},
-                               {1, 1, Encoding::Unsigned, Encoding::Unsigned, {64, 256, 512, 4, 4, 2, 8}}};
+                               {1, 1, Encoding::Unsigned, Encoding::Unsigned, {64, 256, 512, 4, 4, 2, 8}},
+                               // session 21's deep 512-bit pipelines (an uncommitted version
+                               // of them once mismatched): 192 accumulators with a producer
+                               // warpgroup, 6 and 8 stages
+                               {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 192, 512, 6, 8, 1, 2}},
+                               {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 8, 8, 1, 2}},
+                               {2, 2, Encoding::Pm1, Encoding::Unsigned, {128, 96, 512, 6, 8, 1, 2}},
+                               {2, 2, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 8, 8, 1, 2}}};
   for (const Listed& l : half_steps) add(l, l.p >= 5);
   KernelSpec wide_signed;  // the bench's w2a2 on its wide tile: signed W, 4 sets
   wide_signed.w = {2, Encoding::Signed};
