@@ -280,6 +280,27 @@ TEST_CASE("cli: the key follows the canonical spec and the arch") {
   CHECK(cache_entries(sb.cache()) == 3);
 }
 
+TEST_CASE("cli: a cluster tile steps 1024 or 512 bits of K; w8a8's folded tile compiles at 512 only") {
+  Sandbox sb;
+  auto w8a8 = [&](int bk) {
+    const json tile = {{"bm", 128}, {"bn", 32}, {"bk", bk}, {"stages", 2}, {"warps_m", 8}, {"warps_n", 1}, {"cluster", 2}};
+    const json spec = {{"op", "apmm"}, {"w_bits", 8}, {"w_enc", "signed"}, {"x_bits", 8}, {"x_enc", "unsigned"}, {"tile", tile}};
+    return sb.file("w8a8_" + std::to_string(bk) + ".json", spec.dump());
+  };
+  // Two 1024-bit stages of 8 W planes x 128 rows and 8 X planes x 32 rows: 320 KB.
+  expect_error(sb, {"compile", w8a8(1024), "--arch", "sm_90a"}, 2, {"w8a8_1024.json", "shared memory", "327680"});
+  expect_error(sb, {"compile", w8a8(256), "--arch", "sm_90a"}, 2, {"tile.cluster 2", "bk 1024 or 512", "256"});
+  CHECK(cache_entries(sb.cache()) == 0);
+  const std::vector<std::string> args = {"compile", w8a8(512), "--arch", "sm_90a"};
+  const Result r = sb.run(args);
+  INFO(describe(args, r));
+  REQUIRE(r.code == 0);
+  const json tile = json::parse(r.out).at("spec").at("tile");
+  CHECK(tile.at("bk") == 512);
+  CHECK(tile.at("cluster") == 2);
+  CHECK(cache_entries(sb.cache()) == 1);
+}
+
 TEST_CASE("cli: bad specs and options give exit 2 and one stderr line naming the problem") {
   Sandbox sb;
   auto spec_with = [&](const char* name, const std::string& text) { return sb.file(name, text); };
