@@ -246,17 +246,17 @@ std::optional<Tile> folded_tile(const KernelSpec& s, const Problem& p, const Tar
   const int n = c2.bn * rules::wgmma_x_stack(c2, s.w, s.x, groups);
   if (c2.bn > 32 || n > 64) return std::nullopt;
   Tile f = c2;
-  f.bn = 0;  // the widest whose q stacked sets are one wgmma: N = 256 for q = 2, 4, 8, else 160..224
-  for (int bn : {128, 64, 32})
-    if (f.bn == 0 && bn * s.x.bits <= 256) f.bn = bn;
+  // The widest whose q stacked sets are one wgmma: N = 256 for q = 2, 4, 8, else 160..224.
+  f.bn = s.x.bits <= 2 ? 128 : (s.x.bits <= 4 ? 64 : 32);
   f.bk = 1024;
   f.stages = 2;
-  if (!fits(s, f, t)) f.bk = 512;  // 64-byte rows: w8a8 128x32 2 x 80 KB
+  if (!fits(s, f, t)) {
+    f.bk = 512;  // 64-byte rows: w8a8 128x32 2 x 80 KB
+    if (!fits(s, f, t)) return std::nullopt;
+  }
   // The cluster's pair must still span two tiles at the wider bn (rules::cluster_shares_x).
   const int64_t along_pair = rules::cluster_shares_x(f, s.w, s.x) ? (p.M + f.bm - 1) / f.bm : (p.N + f.bn - 1) / f.bn;
-  if (!rules::folds_sets(f, s.w, s.x) || !rules::tma_tile_error(f, s).empty() || !fits(s, f, t) || along_pair < 2 ||
-      2 * tile_count(p, f.bm, f.bn) < t.sm_count)
-    return std::nullopt;
+  if (!rules::folds_sets(f, s.w, s.x) || along_pair < 2 || 2 * tile_count(p, f.bm, f.bn) < t.sm_count) return std::nullopt;
   return f;
 }
 

@@ -184,9 +184,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
     return v;
   };
   const std::vector<int> table = flat(groups.group_of), repeats = flat(groups.repeat);
-  std::vector<long long> pair_weights;
-  for (int s = 0; s < spec.w.bits; ++s)
-    for (int u = 0; u < spec.x.bits; ++u) pair_weights.push_back(spec.w.plane_weight(s) * spec.x.plane_weight(u));
+  const std::vector<long long> pair_weights = rules::pair_groups(spec.w, spec.x).weight;  // [s * q + t]
 
   const std::string epi = epilogue_source(spec.epilogue);
   // One argument list for both parts of the source (fmt format args must not outlive their call).

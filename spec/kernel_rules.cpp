@@ -77,6 +77,13 @@ bool folds_sets(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
   return folds_exact_sets(t, x.bits, static_cast<int>(plane_groups(w, x).weight.size()));
 }
 
+// The most sets a tile's kernel holds: q + 1 where it folds them (folds_sets), else
+// plane_groups' (kernel_plane_groups takes those or fewer).
+static int held_sets(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
+  const int exact = static_cast<int>(plane_groups(w, x).weight.size());
+  return folds_exact_sets(t, x.bits, exact) ? x.bits + 1 : exact;
+}
+
 // One result set of weight 1 for folded tiles (the pairs' weights apply as they fold).
 static PlaneGroups folded_groups(const OperandFormat& w, const OperandFormat& x) {
   PlaneGroups g;
@@ -132,9 +139,7 @@ int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandForma
   // Every launch asks (apmm_runner.cpp): build the groups only where even p*q sets would
   // not fit, as for the wide tiles.
   if (t.warps_m * t.warps_n != 8 || accumulator_regs(t, w.bits * x.bits) <= kMaxAccumulatorRegs) return 1;
-  const int exact = static_cast<int>(plane_groups(w, x).weight.size());
-  const int groups = folds_exact_sets(t, x.bits, exact) ? x.bits + 1 : exact;
-  return accumulator_regs(t, groups) > kMaxAccumulatorRegs ? 4 : 1;
+  return accumulator_regs(t, held_sets(t, w, x)) > kMaxAccumulatorRegs ? 4 : 1;
 }
 
 int block_threads(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
@@ -197,9 +202,7 @@ std::string check_tile(const Tile& t, const OperandFormat& w, const OperandForma
     return fmt::format("tile.bm={} does not divide into warps_m={} warp tiles of 16 rows", t.bm, t.warps_m);
   if (t.bn % (8 * t.warps_n) != 0)
     return fmt::format("tile.bn={} does not divide into warps_n={} warp tiles of 8 columns", t.bn, t.warps_n);
-  // Folded tiles hold q + 1 sets (folds_sets), the others plane_groups' (or fewer).
-  const int exact = static_cast<int>(plane_groups(w, x).weight.size());
-  const int groups = folds_exact_sets(t, x.bits, exact) ? x.bits + 1 : exact;
+  const int groups = held_sets(t, w, x);
   const int regs = accumulator_regs(t, groups);
   const int limit = t.cluster > 1 ? kTmaMaxAccumulatorRegs : accumulator_limit(32 * t.warps_m * t.warps_n);
   if (regs > limit)

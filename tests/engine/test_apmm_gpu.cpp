@@ -238,58 +238,52 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
     s.tile = o.t;
     specs.push_back(s);
   }
-  // Explicit tiles, each with whether rules::folds_sets folds it.
-  struct Listed {
-    int p, q;
-    Encoding we, xe;
-    Tile t;
-  };
-  auto add = [&](const Listed& l, bool folds) {
+  // Explicit tiles over encoding pairs whose pair weights differ in sign and size, each with
+  // whether rules::folds_sets folds it.
+  const struct { int p, q; Encoding we, xe; Tile t; bool folds; } listed[] = {
+      // Folded: the untuned w4a4 128x64 (also with a cluster of 4), w4a2 128x128 (192
+      // accumulators) and w4a8 128x32, w3a4 128x64 and w3a3 (odd p), w2a8 at N = 256, w4a2
+      // with signed X, w5a5 at N = 160.
+      {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}, true},
+      {4, 4, Encoding::Pm1, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}, true},
+      {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 4}, true},
+      {4, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 1024, 2, 8, 1, 2}, true},
+      {4, 2, Encoding::Signed, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}, true},
+      {3, 4, Encoding::Signed, Encoding::Pm1, {128, 64, 1024, 2, 8, 1, 2}, true},
+      {3, 3, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}, true},
+      {2, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}, true},
+      {4, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}, true},
+      {5, 5, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}, true},
+      // 512-bit K steps (64-byte rows, the 64-byte swizzle): folded tiles of p = 6..8, whose
+      // 1024-bit stage does not fit twice (w8a8's untuned 128x32; w8a4 with a cluster of 4; 3
+      // stages; w7a7's N = 224, w6a6's 192), w5a4 at 512 bits for coverage, and unfolded tiles
+      // with each operand shared (cluster 2 sharing X, 4 sharing both, 8).
+      {8, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}, true},
+      {8, 8, Encoding::Signed, Encoding::Signed, {128, 32, 512, 2, 8, 1, 2}, true},
+      {8, 4, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 4}, true},
+      {8, 2, Encoding::Signed, Encoding::Pm1, {128, 128, 512, 2, 8, 1, 2}, true},
+      {5, 4, Encoding::Unsigned, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 2}, true},
+      {6, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}, true},
+      {7, 7, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}, true},
+      {6, 6, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}, true},
+      {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 4, 8, 1, 2}, false},
+      {2, 2, Encoding::Signed, Encoding::Unsigned, {128, 96, 512, 4, 8, 1, 4}, false},
+      {1, 1, Encoding::Unsigned, Encoding::Unsigned, {64, 256, 512, 4, 4, 2, 8}, false},
+      // session 21's deep 512-bit pipelines (an uncommitted version of them once mismatched):
+      // 192 accumulators with a producer warpgroup, 6 and 8 stages
+      {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 192, 512, 6, 8, 1, 2}, false},
+      {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 8, 8, 1, 2}, false},
+      {2, 2, Encoding::Pm1, Encoding::Unsigned, {128, 96, 512, 6, 8, 1, 2}, false},
+      {2, 2, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 8, 8, 1, 2}, false}};
+  for (const auto& l : listed) {
     KernelSpec s;
     s.w = {l.p, l.we};
     s.x = {l.q, l.xe};
     s.tile = l.t;
     INFO("w", l.p, "a", l.q, " bn ", l.t.bn, " bk ", l.t.bk);
-    REQUIRE(rules::folds_sets(l.t, s.w, s.x) == folds);
+    REQUIRE(rules::folds_sets(l.t, s.w, s.x) == l.folds);
     specs.push_back(s);
-  };
-  // Folded sets over encoding pairs whose pair weights differ in sign and size: the untuned
-  // w4a4 128x64 (also with a cluster of 4), w4a2 128x128 (192 accumulators) and w4a8 128x32,
-  // w3a4 128x64 and w3a3 (odd p), w2a8 at N = 256, w4a2 with signed X, w5a5 at N = 160.
-  const Listed folded[] = {{4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}},
-                           {4, 4, Encoding::Pm1, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}},
-                           {4, 4, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 4}},
-                           {4, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 1024, 2, 8, 1, 2}},
-                           {4, 2, Encoding::Signed, Encoding::Signed, {128, 64, 1024, 2, 8, 1, 2}},
-                           {3, 4, Encoding::Signed, Encoding::Pm1, {128, 64, 1024, 2, 8, 1, 2}},
-                           {3, 3, Encoding::Signed, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}},
-                           {2, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}},
-                           {4, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}},
-                           {5, 5, Encoding::Signed, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}}};
-  for (const Listed& l : folded) add(l, true);
-  // 512-bit K steps (64-byte rows, the 64-byte swizzle): folded tiles of p = 6..8, whose
-  // 1024-bit stage does not fit twice (w8a8's untuned 128x32; w8a4 with a cluster of 4; 3
-  // stages; w7a7's N = 224, w6a6's 192), w5a4 at 512 bits for coverage, and unfolded tiles
-  // with each operand shared (cluster 2 sharing X, 4 sharing both, 8).
-  const Listed half_steps[] = {{8, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}},
-                               {8, 8, Encoding::Signed, Encoding::Signed, {128, 32, 512, 2, 8, 1, 2}},
-                               {8, 4, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 4}},
-                               {8, 2, Encoding::Signed, Encoding::Pm1, {128, 128, 512, 2, 8, 1, 2}},
-                               {5, 4, Encoding::Unsigned, Encoding::Unsigned, {128, 64, 512, 2, 8, 1, 2}},
-                               {6, 8, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}},
-                               {7, 7, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}},  // N = 224
-                               {6, 6, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}},
-                               {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 4, 8, 1, 2}},
-                               {2, 2, Encoding::Signed, Encoding::Unsigned, {128, 96, 512, 4, 8, 1, 4}},
-                               {1, 1, Encoding::Unsigned, Encoding::Unsigned, {64, 256, 512, 4, 4, 2, 8}},
-                               // session 21's deep 512-bit pipelines (an uncommitted version
-                               // of them once mismatched): 192 accumulators with a producer
-                               // warpgroup, 6 and 8 stages
-                               {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 192, 512, 6, 8, 1, 2}},
-                               {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 8, 8, 1, 2}},
-                               {2, 2, Encoding::Pm1, Encoding::Unsigned, {128, 96, 512, 6, 8, 1, 2}},
-                               {2, 2, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 8, 8, 1, 2}}};
-  for (const Listed& l : half_steps) add(l, l.p >= 5);
+  }
   KernelSpec wide_signed;  // the bench's w2a2 on its wide tile: signed W, 4 sets
   wide_signed.w = {2, Encoding::Signed};
   wide_signed.x = {2, Encoding::Unsigned};
