@@ -67,21 +67,27 @@ PlaneGroups pair_groups(const OperandFormat& w, const OperandFormat& x) {
 
 static bool wgmma_has_n(int n) { return n == 8 || n == 16 || n == 24 || (n % 16 == 0 && n <= 256); }
 
-// folds_sets for q X planes, with the exact sets' count (plane_groups) at hand.
-static bool folds_exact_sets(const Tile& t, int q, int exact_sets) {
-  return !t.halo && t.cluster > 1 && t.warps_m == 8 && t.warps_n == 1 && q >= 2 && wgmma_has_n(q * t.bn) &&
-         accumulator_regs(t, exact_sets) > kTmaMaxAccumulatorRegs && accumulator_regs(t, q + 1) <= kTmaMaxAccumulatorRegs;
+// folds_sets, with the exact sets (plane_groups) at hand. The stacked pairs kernel_plane_groups
+// may hold instead need not enter: they fit only in kMaxAccumulatorRegs (128).
+static bool folds_exact_sets(const Tile& t, const OperandFormat& w, const OperandFormat& x, const PlaneGroups& exact) {
+  const int q = x.bits;
+  if (t.halo || t.cluster < 2 || t.warps_m != 8 || t.warps_n != 1 || q < 2 || !wgmma_has_n(q * t.bn) ||
+      accumulator_regs(t, q + 1) > kTmaMaxAccumulatorRegs)
+    return false;
+  const int regs = accumulator_regs(t, static_cast<int>(exact.weight.size()));
+  return regs > kTmaMaxAccumulatorRegs ||
+         (regs > kTmaFoldAboveRegs && t.bn <= 64 && wgmma_x_stack(t, w, x, exact) == 1);
 }
 
 bool folds_sets(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
-  return folds_exact_sets(t, x.bits, static_cast<int>(plane_groups(w, x).weight.size()));
+  return folds_exact_sets(t, w, x, plane_groups(w, x));
 }
 
 // The most sets a tile's kernel holds: q + 1 where it folds them (folds_sets), else
 // plane_groups' (kernel_plane_groups takes those or fewer).
 static int held_sets(const Tile& t, const OperandFormat& w, const OperandFormat& x) {
-  const int exact = static_cast<int>(plane_groups(w, x).weight.size());
-  return folds_exact_sets(t, x.bits, exact) ? x.bits + 1 : exact;
+  const PlaneGroups exact = plane_groups(w, x);
+  return folds_exact_sets(t, w, x, exact) ? x.bits + 1 : static_cast<int>(exact.weight.size());
 }
 
 // One result set of weight 1 for folded tiles (the pairs' weights apply as they fold).
@@ -114,7 +120,7 @@ PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch)
   // and 7-11% slower with int16: bench/NOTES.md, session 33 call 3.)
   if (t.halo) return exact;
   if (spec.op == Op::Apmm) {
-    if (folds_exact_sets(t, spec.x.bits, static_cast<int>(exact.weight.size()))) return folded_groups(spec.w, spec.x);
+    if (folds_exact_sets(t, spec.w, spec.x, exact)) return folded_groups(spec.w, spec.x);
     if (wgmma_x_stack(t, spec.w, spec.x, exact) > 1) return exact;
     const PlaneGroups pairs = pair_groups(spec.w, spec.x);
     const bool fits =

@@ -46,12 +46,12 @@ PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch)
 // element), exact in wrapping 32-bit arithmetic as the final combine is. The accumulators are
 // then q + 1 sets whatever p is, so high-precision pairs get the wide wgmmas that shared
 // memory can feed (w4a4: 128x16 tiles of N = 64 wgmmas with a set per pair; folded, 128x64
-// of N = 256). Only where the exact sets (plane_groups) exceed kTmaMaxAccumulatorRegs, so
-// folding only makes tiles legal that were not and no tile's kernel changes with it; on the
+// of N = 256). Where the exact sets (plane_groups) exceed kTmaMaxAccumulatorRegs, or exceed
+// kTmaFoldAboveRegs on tiles of 64 columns or fewer and do not stack (wgmma_x_stack); on the
 // TMA core (cluster > 1) with 8 warps in one column, 2 or more X planes (a single W plane's
-// exact sets always fit), and q*bn a wgmma N. (Two temporaries, so that plane s's
-// wgmmas could run while plane s-1 folds, were exact but ptxas serialized their wgmmas,
-// C7514: bench/NOTES.md, session 37.)
+// exact sets always fit), and q*bn a wgmma N. (Two temporaries, so that plane s's wgmmas
+// could run while plane s-1 folds, were exact but ptxas serialized their wgmmas, C7514:
+// bench/NOTES.md, session 37.)
 bool folds_sets(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // One set per plane pair, in (s, t) order: set s*q + t, weight alpha_s*gamma_t.
 PlaneGroups pair_groups(const OperandFormat& w, const OperandFormat& x);
@@ -185,6 +185,17 @@ inline constexpr int kTmaBarrierBytes = 256;
 // allows (w2a2 128x96, w1a2 128x192) read a sixth fewer operand bytes per MMA (bench/NOTES.md,
 // "Session 21").
 inline constexpr int kTmaMaxAccumulatorRegs = 192;
+// Exact sets above this many registers a thread fold (folds_sets) where they do not stack and
+// the tile is 64 columns or narrower (its unfolded wgmmas narrow). apnn verify, 1024x4096x4096
+// / 8192x4096x4096, exact, us (session 39, calls 2-3; bench/NOTES.md): at 192 the fold won
+// (unsigned w4a3 128x64/1024 46.88 / 319.50 unfolded, 39.34 / 279.58 folded; unsigned w8a5
+// 128x32/512 184.96 / 1451.69, 147.79 / 1161.58; signed w3a6 x signed 128x32/1024 folded
+// 57.92 / 433.52 against the 128x16 tile's 86.00 / 647.16), at 176 and 144 it lost (unsigned
+// w6a6 128x32/512 137.94 / 1064.90 folded, 99.17 / 777.38 unfolded with 3 stages; unsigned w4a6
+// 128x32/1024 68.69 / 521.45 against 72.54 / 543.63; unsigned w5a5 71.54 / 551.04 against
+// 74.09 / 564.11), and on the wide 128x96 tile (N = 96 wgmmas) it lost at 192 (unsigned w3a2
+// 8192^3 550.60 unfolded, 609.61 folded).
+inline constexpr int kTmaFoldAboveRegs = 176;
 // Producer warps of the TMA core (templates/gemm_sm90a_tma.cuh): 0 off it, 4 where 8 consumer
 // warps hold more than kMaxAccumulatorRegs accumulators (plane_groups' sets: the kernel's
 // own sets are those, or one set per pair only where they fit kMaxAccumulatorRegs, or q + 1

@@ -660,6 +660,19 @@ TEST_CASE("rules: the wgmma cores stack X planes into one wgmma (2+ W planes on 
   CHECK_FALSE(folds_sets(Tile{128, 128, 1024, 2, 8, 1, 2}, w4a4.w, {1, Encoding::Unsigned}));
   CHECK(apnn::rules::accumulator_regs(Tile{128, 128, 1024, 2, 8, 1, 2}, 4) > apnn::rules::kTmaMaxAccumulatorRegs);
   CHECK_FALSE(folds_sets(*w4a4_64.tile, w4a4.w, {5, Encoding::Unsigned}));  // N = 320: no wgmma
+  // Exact sets that fit but take more than kTmaFoldAboveRegs and do not stack fold on tiles of
+  // 64 columns or fewer: unsigned w4a3 at 128x64 (6 sets of 32: 192 registers), signed w3a6
+  // x signed at 128x32 (12 of 16). Not at 176 (unsigned w6a6 at 128x32: 11 sets), not where
+  // they stack (signed w2a2's 4 sets of 48 at 128x96), not on the wide tile (unsigned w3a2's
+  // 4 sets of 48 at 128x96).
+  const OperandFormat u3{3, Encoding::Unsigned}, u4{4, Encoding::Unsigned}, u6{6, Encoding::Unsigned};
+  const OperandFormat s3{3, Encoding::Signed}, s6{6, Encoding::Signed};
+  CHECK(folds_sets(Tile{128, 64, 1024, 2, 8, 1, 2}, u4, u3));
+  CHECK(folds_sets(Tile{128, 32, 1024, 2, 8, 1, 2}, s3, s6));
+  CHECK(apnn::rules::accumulator_regs(Tile{128, 32, 512, 2, 8, 1, 2}, 11) == 176);
+  CHECK_FALSE(folds_sets(Tile{128, 32, 512, 2, 8, 1, 2}, u6, u6));
+  CHECK_FALSE(folds_sets(Tile{128, 96, 1024, 3, 8, 1, 2}, {2, Encoding::Signed}, {2, Encoding::Unsigned}));
+  CHECK_FALSE(folds_sets(Tile{128, 96, 1024, 3, 8, 1, 2}, u3, {2, Encoding::Unsigned}));
   // Without folding the 128x64 tile's 10 exact sets would need 320 registers.
   CHECK(apnn::rules::accumulator_regs(*w4a4_64.tile, 10) > apnn::rules::kTmaMaxAccumulatorRegs);
   // Convs keep their sets (exact or merged, never a set per pair) and stack where those are
