@@ -274,7 +274,19 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
       {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 192, 512, 6, 8, 1, 2}, false},
       {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 128, 512, 8, 8, 1, 2}, false},
       {2, 2, Encoding::Pm1, Encoding::Unsigned, {128, 96, 512, 6, 8, 1, 2}, false},
-      {2, 2, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 8, 8, 1, 2}, false}};
+      {2, 2, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 8, 8, 1, 2}, false},
+      // Folded above rules::kTmaFoldAboveRegs where the exact sets do not stack (w4a3, w8a5
+      // unsigned), but not on the wide tile (w3a2 unsigned, 192 registers); the untuned
+      // unfolded tiles of 512-bit wgmma tiles (w5a5 unsigned at 1024 bits, q = 1 at 64 columns
+      // with 5 and 6 sets, w8a1 and w8a8 on their cp.async tile's shape with a cluster).
+      {4, 3, Encoding::Unsigned, Encoding::Unsigned, {128, 64, 1024, 2, 8, 1, 2}, true},
+      {8, 5, Encoding::Unsigned, Encoding::Unsigned, {128, 32, 512, 2, 8, 1, 2}, true},
+      {3, 2, Encoding::Unsigned, Encoding::Unsigned, {128, 96, 1024, 3, 8, 1, 2}, false},
+      {5, 5, Encoding::Unsigned, Encoding::Unsigned, {128, 32, 1024, 2, 8, 1, 2}, false},
+      {5, 1, Encoding::Signed, Encoding::Pm1, {128, 64, 512, 3, 8, 1, 2}, false},
+      {6, 1, Encoding::Unsigned, Encoding::Signed, {128, 64, 512, 3, 8, 1, 2}, false},
+      {8, 1, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}, false},
+      {8, 8, Encoding::Signed, Encoding::Unsigned, {128, 8, 512, 3, 8, 1, 2}, false}};
   for (const auto& l : listed) {
     KernelSpec s;
     s.w = {l.p, l.we};
