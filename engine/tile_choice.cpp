@@ -241,22 +241,64 @@ namespace {
 // w4a4 80.9 -> 46.3, w3a3 35.9 -> 32.4; apnn bench, w8a8 8192^3 20303 -> 6903 (66% of the wgmma
 // peak). A third 512-bit stage where it fits was even (w6a6 136.0-137.3 against 138.6, w7a7
 // 168.8-169.6 against 165.9).
+// The exact sets (rules::plane_groups) fit the TMA core's registers at tile f.
+bool exact_sets_fit(const KernelSpec& s, const Tile& f) {
+  const int exact = static_cast<int>(rules::plane_groups(s.w, s.x).weight.size());
+  return rules::accumulator_regs(f, exact) <= rules::kTmaMaxAccumulatorRegs;
+}
+
+// The widest tile whose q stacked sets are one wgmma: N = 256 for q = 2, 4, 8, else 160..224.
+int folded_width(int q) { return q <= 2 ? 128 : (q <= 4 ? 64 : 32); }
+
+// A cluster tile's pair still spans two tiles (rules::cluster_shares_x), and its tiles fill
+// half the SMs.
+bool pairs_and_fills(const KernelSpec& s, const Problem& p, const Target& t, const Tile& f) {
+  const int64_t along_pair = rules::cluster_shares_x(f, s.w, s.x) ? (p.M + f.bm - 1) / f.bm : (p.N + f.bn - 1) / f.bn;
+  return along_pair >= 2 && 2 * tile_count(p, f.bm, f.bn) >= t.sm_count;
+}
+
 std::optional<Tile> folded_tile(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
   const rules::PlaneGroups groups = rules::kernel_plane_groups(with_tile(s, c2), t.arch);
   const int n = c2.bn * rules::wgmma_x_stack(c2, s.w, s.x, groups);
   if (c2.bn > 32 || n > 64) return std::nullopt;
   Tile f = c2;
-  // The widest whose q stacked sets are one wgmma: N = 256 for q = 2, 4, 8, else 160..224.
-  f.bn = s.x.bits <= 2 ? 128 : (s.x.bits <= 4 ? 64 : 32);
+  f.bn = folded_width(s.x.bits);
   f.bk = 1024;
   f.stages = 2;
   if (!fits(s, f, t)) {
     f.bk = 512;  // 64-byte rows: w8a8 128x32 2 x 80 KB
     if (!fits(s, f, t)) return std::nullopt;
   }
-  // The cluster's pair must still span two tiles at the wider bn (rules::cluster_shares_x).
-  const int64_t along_pair = rules::cluster_shares_x(f, s.w, s.x) ? (p.M + f.bm - 1) / f.bm : (p.N + f.bn - 1) / f.bn;
-  if (!rules::folds_sets(f, s.w, s.x) || along_pair < 2 || 2 * tile_count(p, f.bm, f.bn) < t.sm_count) return std::nullopt;
+  if (!rules::folds_sets(f, s.w, s.x) || !pairs_and_fills(s, p, t, f)) return std::nullopt;
+  return f;
+}
+
+// Where rules::wgmma_tile fits no 3 or 4 stages of 1024 bits and the sets do not fold: the
+// folded tile's width (q = 1: 64) with 2 stages of 1024 bits where they fit, else 3 of 512;
+// for q = 1, 3 of 512 first. Else (nullopt) the caller's cluster tile of the cp.async core's
+// shape (c2), itself faster than that core from a wave of tiles up. apnn verify,
+// 1024x4096x4096 / 8192x4096x4096, exact, us (session 39, calls 2-3; bench/NOTES.md), the
+// cp.async core's tile -> c2 -> this: unsigned w4a6 161.45
+// / 1223.09 -> 117.80 / 894.96 -> 128x32/1024 68.69 / 521.45 (3 stages of 512: 69.21 /
+// 525.59); unsigned w5a5 175.88 / 1348.70 -> 119.67 / 916.83 -> 71.54 / 551.04 (73.28 /
+// 565.16); w5a1 (signed W, pm1 X) 45.99 / 411.98 -> 37.26 / 269.68 -> 128x64/512 26.35 /
+// 186.07 (2 stages of 1024: 31.37 / 214.95); signed w8a1 85.87 / 751.33 -> c2 52.55 /
+// 459.09 (its 128x64 needs 256 registers; c2 with 2 stages instead of 3: 83.14 / 635.18);
+// signed w6a1 53.18 / 501.46 -> 128x64/512 28.28 / 210.33; unsigned w6a6 226.24 / 1744.94 ->
+// 128x32/512 99.17 / 777.38. At 1024x1024x1024 (call 3): signed w8a2 13.13-13.37 -> c2
+// 10.44-10.53, unsigned w5a5 14.55-14.74 -> 9.79-9.83, signed w8a1 7.92-7.97 -> c2 7.15-7.19.
+std::optional<Tile> unfolded_wide_tile(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
+  Tile first = c2;
+  first.bn = s.x.bits == 1 ? 64 : folded_width(s.x.bits);
+  if (first.bn <= c2.bn) return std::nullopt;
+  Tile second = first;
+  first.bk = 1024;
+  first.stages = 2;
+  second.bk = 512;
+  second.stages = 3;
+  if (s.x.bits == 1) std::swap(first, second);
+  const Tile f = fits(s, first, t) ? first : second;
+  if (!fits(s, f, t) || rules::folds_sets(f, s.w, s.x) || !pairs_and_fills(s, p, t, f)) return std::nullopt;
   return f;
 }
 
@@ -291,24 +333,30 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
       const int64_t tiles_along_pair =
           rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
       const bool pairs = tiles_along_pair >= 2 && fits(s, c2, t);
-      if (pairs)
-        if (const std::optional<Tile> f = folded_tile(s, p, t, c2)) return *f;
       // M of 64 or fewer: half of every 128-row tile would be empty, so the heuristic's 64-row
       // tile below. apnn verify at M = 64, N = K, two rounds each (session 38, call 5), us, this
       // tile against the heuristic's: w8a8 1024 7.31-7.33 against 5.26-5.27, 2048 22.29-22.37
       // against 12.99-13.13; w4a4 2048 7.88-7.92 against 5.33-5.36, 4096 20.74-20.77 against
       // 8.93; w2a8 2048 6.47-6.52 against 5.77-5.80, 4096 14.29-14.33 against 9.69-9.71; w2a4
-      // 4096 9.19-9.20 against 6.50-6.61. (w8a8 at 4096 folds above: 41.84-41.96 against the
-      // heuristic's 43.93-44.08.) Measured for 8 or more plane pairs only: fewer take the
-      // heuristic's tile at these shapes anyway (their 128-row tile is under half a wave), and
-      // at larger N, where they take the 128-row tile, M = 64 is unmeasured.
+      // 4096 9.19-9.20 against 6.50-6.61. Measured for 8 or more plane pairs only: fewer take
+      // the heuristic's tile at these shapes anyway (their 128-row tile is under half a wave),
+      // and at larger N, where they take the 128-row tile, M = 64 is unmeasured.
       const bool half_empty = p.M <= wt.bm / 2 && s.w.bits * s.x.bits >= 8;
+      // The folded tile even so where not even the exact sets would fit it (w8a8 at 4096:
+      // 41.84-41.96 against the heuristic's 43.93-44.08), not where they would (session 39,
+      // call 4: signed w5a5 x signed 17.50-17.60 folded against 11.46-11.56, unsigned w8a5
+      // 38.64-38.65 against 19.13-19.16).
+      if (pairs)
+        if (const std::optional<Tile> f = folded_tile(s, p, t, c2); f && (!half_empty || !exact_sets_fit(s, *f)))
+          return *f;
       if (pairs && !half_empty) {
-        // A cluster tile of 512-bit steps (rules::wgmma_tile fits no 3 or 4 stages of 1024 bits:
-        // p of 5 or more, some w4) reaches the TMA core only folded; unfolded, it stays on the
-        // cp.async core (512-bit steps ran 8-27% slower than 1024-bit ones on the TMA core in
-        // session 38, call 2).
-        if (c2.bk != 1024) return wt;
+        // rules::wgmma_tile fits no 3 or 4 stages of 1024 bits (p of 5 or more, some w4).
+        // Under a wave of tiles the cp.async core's tile stays (w8a8 128x1024x1024: 128 tiles
+        // of 128x8, 7.83-7.89 us on it against 8.54 with a cluster; session 39, call 3).
+        if (c2.bk != 1024) {
+          if (const std::optional<Tile> u = unfolded_wide_tile(s, p, t, c2)) return *u;
+          return tile_count(p, c2.bm, c2.bn) >= t.sm_count ? c2 : wt;
+        }
         // K over 4096 bits: the tile half again as wide (w1a2 128x192, w1a3, w1a4, w2a2 128x96;
         // rules::tma_producer_warps), whose patches read a sixth fewer operand bytes per MMA,
         // where its last round of patches costs no more (clusters of 2 on every SM: ceil of

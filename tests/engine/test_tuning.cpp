@@ -250,6 +250,38 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   const Tile w8a4_small = *resolve_tile(w8a4, apmm_problem({256, 1024, 1024}), target).tile;  // 32 tiles of 128x64
   CHECK(w8a4_small.cluster == 1);
   CHECK(w8a4_small.bk == 512);
+  // Where rules::wgmma_tile's stage is 512 bits and the sets do not fold: the TMA core, at the
+  // folded width (q = 1: 64) with 2 stages of 1024 bits where they fit, else 3 of 512 (q = 1:
+  // 3 of 512 first); else the cp.async tile's shape with a cluster from a wave of its tiles.
+  KernelSpec u5a5 = w4a4, u6a6 = w4a4, u4a3 = w4a4, w5a1 = w4a4, w8a1 = w4a4, w8a2 = w4a4;
+  u5a5.w = u5a5.x = {5, Encoding::Unsigned};
+  u6a6.w = u6a6.x = {6, Encoding::Unsigned};
+  u4a3.w = {4, Encoding::Unsigned};
+  u4a3.x = {3, Encoding::Unsigned};
+  w5a1.w.bits = 5;
+  w5a1.x = {1, Encoding::Pm1};
+  w8a1.w.bits = w8a2.w.bits = 8;
+  w8a1.x.bits = 1;
+  w8a2.x.bits = 2;
+  const Problem mid = apmm_problem({1024, 4096, 4096});
+  CHECK(*resolve_tile(u5a5, mid, target).tile == Tile{128, 32, 1024, 2, 8, 1, 2});
+  CHECK(*resolve_tile(u6a6, mid, target).tile == Tile{128, 32, 512, 3, 8, 1, 2});
+  CHECK(*resolve_tile(u4a3, mid, target).tile == Tile{128, 64, 1024, 2, 8, 1, 2});
+  CHECK(*resolve_tile(w5a1, mid, target).tile == Tile{128, 64, 512, 3, 8, 1, 2});
+  CHECK(*resolve_tile(w8a1, mid, target).tile == Tile{128, 32, 512, 3, 8, 1, 2});  // 128x64: 256 registers
+  CHECK_FALSE(rules::folds_sets(Tile{128, 32, 1024, 2, 8, 1, 2}, u5a5.w, u5a5.x));
+  CHECK_FALSE(rules::folds_sets(Tile{128, 32, 512, 3, 8, 1, 2}, u6a6.w, u6a6.x));
+  CHECK(rules::folds_sets(Tile{128, 64, 1024, 2, 8, 1, 2}, u4a3.w, u4a3.x));  // folded_tile's, at 192 registers
+  CHECK(*resolve_tile(w8a2, apmm_problem({1024, 1024, 1024}), target).tile == Tile{128, 16, 512, 3, 8, 1, 2});
+  // At M = 64 the folded tile only where the exact sets would not fit it (w8a8 above).
+  KernelSpec u8a5 = u5a5;
+  u8a5.w.bits = 8;
+  CHECK(rules::folds_sets(Tile{128, 32, 512, 2, 8, 1, 2}, u8a5.w, u8a5.x));  // 12 exact sets: 192 registers
+  CHECK(resolve_tile(u8a5, apmm_problem({64, 4096, 4096}), target).tile->bm == 64);
+  CHECK(resolve_tile(u8a5, mid, target).tile->bm == 128);
+  const Tile w8a8_one_m = *resolve_tile(w8a8, apmm_problem({128, 1024, 1024}), target).tile;  // 128 tiles of 128x8
+  CHECK(w8a8_one_m.cluster == 1);
+  CHECK(w8a8_one_m.bn == 8);
   // A single M tile cannot pair along M: the cp.async wgmma core (N=16384: 128 tiles of 128
   // columns, over half a wave).
   const Problem one_m = apmm_problem({128, 16384, 4096});
