@@ -218,6 +218,41 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
 
 namespace {
 
+// Whether cluster tile c2, the cp.async core's tile shape, beats that core: from a wave of
+// its tiles (w8a8 128x1024x1024, 128 tiles of 128x8: 7.83-7.89 us on the cp.async core, 8.54
+// with a cluster; session 39, call 3), and where its consumers' 168 registers (one producer
+// warp, rules::tma_producer_warps) hold the accumulators beside a B operand per X plane: 96
+// accumulator registers or fewer, or one wgmma for all q planes. Above that ptxas spilled
+// 32-224 bytes, and the cluster tiles lost (call 5, us, exact, cp.async against cluster:
+// unsigned w4a5 128x32 with 128 registers 1024x4096x4096 87.90-88.12 against 102.09-102.72,
+// 8192x4096x4096 673.18-674.90 against 772.16-772.82; unsigned w7a2 128x32 with 128 at
+// 1024x1024x1024 9.06-9.16 against 12.71-12.73; at 256x2048x2048, 128x16 with 128, signed w8a3
+// x signed 15.93-15.97 against 30.40-30.50, unsigned w7a4 x signed 16.08-16.09 against
+// 20.13-20.25). With one wgmma for all q planes signed w8a1 (128 registers) and signed w8a2
+// (a stacked set per pair, 128) won (calls 2-3, above unfolded_wide_tile).
+bool cluster_beats_cp_async(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
+  if (tile_count(p, c2.bm, c2.bn) < t.sm_count) return false;
+  const rules::PlaneGroups g = rules::kernel_plane_groups(with_tile(s, c2), t.arch);
+  return rules::accumulator_regs(c2, static_cast<int>(g.weight.size())) <= 96 ||
+         rules::wgmma_x_stack(c2, s.w, s.x, g) == s.x.bits;
+}
+
+// The exact sets (rules::plane_groups) fit the TMA core's registers at tile f.
+bool exact_sets_fit(const KernelSpec& s, const Tile& f) {
+  const int exact = static_cast<int>(rules::plane_groups(s.w, s.x).weight.size());
+  return rules::accumulator_regs(f, exact) <= rules::kTmaMaxAccumulatorRegs;
+}
+
+// The widest tile whose q stacked sets are one wgmma: N = 256 for q = 2, 4, 8, else 160..224.
+int folded_width(int q) { return q <= 2 ? 128 : (q <= 4 ? 64 : 32); }
+
+// A cluster tile's pair still spans two tiles (rules::cluster_shares_x), and its tiles fill
+// half the SMs.
+bool pairs_and_fills(const KernelSpec& s, const Problem& p, const Target& t, const Tile& f) {
+  const int64_t along_pair = rules::cluster_shares_x(f, s.w, s.x) ? (p.M + f.bm - 1) / f.bm : (p.N + f.bn - 1) / f.bn;
+  return along_pair >= 2 && 2 * tile_count(p, f.bm, f.bn) >= t.sm_count;
+}
+
 // The TMA core's folded sets (rules::folds_sets) where the cluster tile is 32 columns or
 // narrower and its wgmmas 64 or fewer: the widest tile whose wgmmas take all q X planes at once
 // (N = 256 for q = 2, 4, 8; 192 for q = 3, 6; 160 and 224 for q = 5, 7), with 2 stages of 1024
@@ -241,22 +276,6 @@ namespace {
 // w4a4 80.9 -> 46.3, w3a3 35.9 -> 32.4; apnn bench, w8a8 8192^3 20303 -> 6903 (66% of the wgmma
 // peak). A third 512-bit stage where it fits was even (w6a6 136.0-137.3 against 138.6, w7a7
 // 168.8-169.6 against 165.9).
-// The exact sets (rules::plane_groups) fit the TMA core's registers at tile f.
-bool exact_sets_fit(const KernelSpec& s, const Tile& f) {
-  const int exact = static_cast<int>(rules::plane_groups(s.w, s.x).weight.size());
-  return rules::accumulator_regs(f, exact) <= rules::kTmaMaxAccumulatorRegs;
-}
-
-// The widest tile whose q stacked sets are one wgmma: N = 256 for q = 2, 4, 8, else 160..224.
-int folded_width(int q) { return q <= 2 ? 128 : (q <= 4 ? 64 : 32); }
-
-// A cluster tile's pair still spans two tiles (rules::cluster_shares_x), and its tiles fill
-// half the SMs.
-bool pairs_and_fills(const KernelSpec& s, const Problem& p, const Target& t, const Tile& f) {
-  const int64_t along_pair = rules::cluster_shares_x(f, s.w, s.x) ? (p.M + f.bm - 1) / f.bm : (p.N + f.bn - 1) / f.bn;
-  return along_pair >= 2 && 2 * tile_count(p, f.bm, f.bn) >= t.sm_count;
-}
-
 std::optional<Tile> folded_tile(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
   const rules::PlaneGroups groups = rules::kernel_plane_groups(with_tile(s, c2), t.arch);
   const int n = c2.bn * rules::wgmma_x_stack(c2, s.w, s.x, groups);
@@ -276,7 +295,7 @@ std::optional<Tile> folded_tile(const KernelSpec& s, const Problem& p, const Tar
 // Where rules::wgmma_tile fits no 3 or 4 stages of 1024 bits and the sets do not fold: the
 // folded tile's width (q = 1: 64) with 2 stages of 1024 bits where they fit, else 3 of 512;
 // for q = 1, 3 of 512 first. Else (nullopt) the caller's cluster tile of the cp.async core's
-// shape (c2), itself faster than that core from a wave of tiles up. apnn verify,
+// shape (c2) where that beats the core (cluster_beats_cp_async). apnn verify,
 // 1024x4096x4096 / 8192x4096x4096, exact, us (session 39, calls 2-3; bench/NOTES.md), the
 // cp.async core's tile -> c2 -> this: unsigned w4a6 161.45
 // / 1223.09 -> 117.80 / 894.96 -> 128x32/1024 68.69 / 521.45 (3 stages of 512: 69.21 /
@@ -351,11 +370,9 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
           return *f;
       if (pairs && !half_empty) {
         // rules::wgmma_tile fits no 3 or 4 stages of 1024 bits (p of 5 or more, some w4).
-        // Under a wave of tiles the cp.async core's tile stays (w8a8 128x1024x1024: 128 tiles
-        // of 128x8, 7.83-7.89 us on it against 8.54 with a cluster; session 39, call 3).
         if (c2.bk != 1024) {
           if (const std::optional<Tile> u = unfolded_wide_tile(s, p, t, c2)) return *u;
-          return tile_count(p, c2.bm, c2.bn) >= t.sm_count ? c2 : wt;
+          return cluster_beats_cp_async(s, p, t, c2) ? c2 : wt;
         }
         // K over 4096 bits: the tile half again as wide (w1a2 128x192, w1a3, w1a4, w2a2 128x96;
         // rules::tma_producer_warps), whose patches read a sixth fewer operand bytes per MMA,

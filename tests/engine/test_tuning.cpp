@@ -273,6 +273,13 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   CHECK_FALSE(rules::folds_sets(Tile{128, 32, 512, 3, 8, 1, 2}, u6a6.w, u6a6.x));
   CHECK(rules::folds_sets(Tile{128, 64, 1024, 2, 8, 1, 2}, u4a3.w, u4a3.x));  // folded_tile's, at 192 registers
   CHECK(*resolve_tile(w8a2, apmm_problem({1024, 1024, 1024}), target).tile == Tile{128, 16, 512, 3, 8, 1, 2});
+  // Not where the cluster tile's consumers would hold over 96 accumulator registers beside a B
+  // operand per X plane (unsigned w4a5 at 128x32: 8 sets of 16, 5 planes; ptxas spilled).
+  KernelSpec u4a5 = u5a5;
+  u4a5.w.bits = 4;
+  const Tile u4a5_tile = *resolve_tile(u4a5, mid, target).tile;
+  CHECK(u4a5_tile.cluster == 1);
+  CHECK(u4a5_tile.bn == 32);
   // At M = 64 the folded tile only where the exact sets would not fit it (w8a8 above).
   KernelSpec u8a5 = u5a5;
   u8a5.w.bits = 8;
