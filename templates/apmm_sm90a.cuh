@@ -212,23 +212,23 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     static_assert(E::kPlain, "bulk-stored boxes hold the plain output");
     if constexpr (kOutBytes == 2) {
       stage_box16(acc, c, row_term, buf, n_base, row0, tig);
-      return;
-    }
+    } else {
 #pragma unroll
-    for (int f0 = 0; f0 < kBoxFrags; f0 += 4) {  // column terms 4 fragments at a time: fewer live registers
-      u32 col[4][2];
-      column_terms(n_base, c * kBoxFrags + f0, tig, col);
+      for (int f0 = 0; f0 < kBoxFrags; f0 += 4) {  // column terms 4 fragments at a time: fewer live registers
+        u32 col[4][2];
+        column_terms(n_base, c * kBoxFrags + f0, tig, col);
 #pragma unroll
-      for (int f = f0; f < f0 + 4; ++f)
+        for (int f = f0; f < f0 + 4; ++f)
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int r = row0 + g + half * 8;
-          const u32 v0 = row_term[half] + col[f - f0][0] + Core80::combine(acc, 0, c * kBoxFrags + f, half * 2);
-          const u32 v1 = row_term[half] + col[f - f0][1] + Core80::combine(acc, 0, c * kBoxFrags + f, half * 2 + 1);
-          const int chunk = f * 2 + (tig >> 1);  // 16-byte chunk of the 128-byte row
-          const u32 addr = buf + r * 128 + ((chunk ^ (r & 7)) << 4) + (tig & 1) * 8;
-          asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
-        }
+          for (int half = 0; half < 2; ++half) {
+            const int r = row0 + g + half * 8;
+            const u32 v0 = row_term[half] + col[f - f0][0] + Core80::combine(acc, 0, c * kBoxFrags + f, half * 2);
+            const u32 v1 = row_term[half] + col[f - f0][1] + Core80::combine(acc, 0, c * kBoxFrags + f, half * 2 + 1);
+            const int chunk = f * 2 + (tig >> 1);  // 16-byte chunk of the 128-byte row
+            const u32 addr = buf + r * 128 + ((chunk ^ (r & 7)) << 4) + (tig & 1) * 8;
+            asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(v0), "r"(v1) : "memory");
+          }
+      }
     }
   }
 
