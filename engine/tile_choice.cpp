@@ -221,8 +221,8 @@ namespace {
 // Whether cluster tile c2, the cp.async core's tile shape, beats that core: from a wave of
 // its tiles (w8a8 128x1024x1024, 128 tiles of 128x8: 7.83-7.89 us on the cp.async core, 8.54
 // with a cluster; session 39, call 3), and where its consumers' 168 registers (one producer
-// warp, rules::tma_producer_warps) hold the accumulators beside a B operand per X plane: 96
-// accumulator registers or fewer, or one wgmma for all q planes. Above that ptxas spilled
+// warp, rules::tma_producer_warps) hold the accumulators beside a B operand per X plane:
+// kClusterTileMaxRegs accumulator registers or fewer, or one wgmma for all q planes. Above that ptxas spilled
 // 32-224 bytes, and the cluster tiles lost (call 5, us, exact, cp.async against cluster:
 // unsigned w4a5 128x32 with 128 registers 1024x4096x4096 87.90-88.12 against 102.09-102.72,
 // 8192x4096x4096 673.18-674.90 against 772.16-772.82; unsigned w7a2 128x32 with 128 at
@@ -230,11 +230,12 @@ namespace {
 // x signed 15.93-15.97 against 30.40-30.50, unsigned w7a4 x signed 16.08-16.09 against
 // 20.13-20.25). With one wgmma for all q planes signed w8a1 (128 registers) and signed w8a2
 // (a stacked set per pair, 128) won (calls 2-3, above unfolded_wide_tile).
+constexpr int kClusterTileMaxRegs = 96;
 bool cluster_beats_cp_async(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
   if (tile_count(p, c2.bm, c2.bn) < t.sm_count) return false;
   const rules::PlaneGroups g = rules::kernel_plane_groups(with_tile(s, c2), t.arch);
-  return rules::accumulator_regs(c2, static_cast<int>(g.weight.size())) <= 96 ||
-         rules::wgmma_x_stack(c2, s.w, s.x, g) == s.x.bits;
+  return rules::accumulator_regs(c2, static_cast<int>(g.weight.size())) <= kClusterTileMaxRegs ||
+         rules::wgmma_x_stack(c2, s.w, s.x, g) == s.x.bits;  // q = 1: always one B operand
 }
 
 // The exact sets (rules::plane_groups) fit the TMA core's registers at tile f.
@@ -246,11 +247,15 @@ bool exact_sets_fit(const KernelSpec& s, const Tile& f) {
 // The widest tile whose q stacked sets are one wgmma: N = 256 for q = 2, 4, 8, else 160..224.
 int folded_width(int q) { return q <= 2 ? 128 : (q <= 4 ? 64 : 32); }
 
-// A cluster tile's pair still spans two tiles (rules::cluster_shares_x), and its tiles fill
-// half the SMs.
+// A cluster tile's pair spans two tiles along the operand it does not share
+// (rules::cluster_shares_x).
+bool pairs_up(const KernelSpec& s, const Problem& p, const Tile& f) {
+  return (rules::cluster_shares_x(f, s.w, s.x) ? (p.M + f.bm - 1) / f.bm : (p.N + f.bn - 1) / f.bn) >= 2;
+}
+
+// pairs_up, and its tiles fill half the SMs.
 bool pairs_and_fills(const KernelSpec& s, const Problem& p, const Target& t, const Tile& f) {
-  const int64_t along_pair = rules::cluster_shares_x(f, s.w, s.x) ? (p.M + f.bm - 1) / f.bm : (p.N + f.bn - 1) / f.bn;
-  return along_pair >= 2 && 2 * tile_count(p, f.bm, f.bn) >= t.sm_count;
+  return pairs_up(s, p, f) && 2 * tile_count(p, f.bm, f.bn) >= t.sm_count;
 }
 
 // The TMA core's folded sets (rules::folds_sets) where the cluster tile is 32 columns or
@@ -349,9 +354,7 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
       // bench/NOTES-wgmma.md). w1a2's tile is refined below.
       Tile c2 = wt;
       c2.cluster = 2;
-      const int64_t tiles_along_pair =
-          rules::cluster_shares_x(c2, s.w, s.x) ? (p.M + wt.bm - 1) / wt.bm : (p.N + wt.bn - 1) / wt.bn;
-      const bool pairs = tiles_along_pair >= 2 && fits(s, c2, t);
+      const bool pairs = pairs_up(s, p, c2) && fits(s, c2, t);
       // M of 64 or fewer: half of every 128-row tile would be empty, so the heuristic's 64-row
       // tile below. apnn verify at M = 64, N = K, two rounds each (session 38, call 5), us, this
       // tile against the heuristic's: w8a8 1024 7.31-7.33 against 5.26-5.27, 2048 22.29-22.37
@@ -371,6 +374,7 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
       if (pairs && !half_empty) {
         // rules::wgmma_tile fits no 3 or 4 stages of 1024 bits (p of 5 or more, some w4).
         if (c2.bk != 1024) {
+          if (p.M <= wt.bm / 2) return wt;  // half-empty rows either way: unmeasured, as before
           if (const std::optional<Tile> u = unfolded_wide_tile(s, p, t, c2)) return *u;
           return cluster_beats_cp_async(s, p, t, c2) ? c2 : wt;
         }

@@ -37,8 +37,8 @@ PlaneGroups merged_plane_groups(const OperandFormat& w, const OperandFormat& x);
 // wgmma cover several X planes (wgmma_x_stack) and the accumulators still fit (w4a4's
 // 128x16 tile: 16 sets of 8 registers instead of 10).
 //
-// Where not even the exact sets fit the TMA core's registers, it folds them instead
-// (folds_sets): one result set.
+// Where the exact sets do not fit the TMA core's registers, or fill them without stacking on
+// a tile of 64 columns or fewer, it folds them instead (folds_sets): one result set.
 PlaneGroups kernel_plane_groups(const KernelSpec& spec, const std::string& arch);
 // The TMA core's folded sets (templates/gemm_sm90a_tma.cuh, Traits::kFold): each K step's
 // wgmmas of W plane s go into a temporary of its q stacked sets (one wgmma of N = q*bn a K

@@ -162,7 +162,8 @@ struct GemmSm90aTma {
     if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlExit);
   }
 
-  // Folded sets (rules::folds_sets): where not even the exact sets fit, each K step's wgmmas of
+  // Folded sets (rules::folds_sets: where the exact sets do not fit, or fill the registers
+  // without stacking on a narrow tile), each K step's wgmmas of
   // W plane s go into a temporary of its q stacked sets (one wgmma of N = q*kWN a K slice,
   // the sets' columns plane after plane), added into the one result set with the pairs'
   // weights once they are done; the other warpgroup's wgmmas keep the tensor cores busy

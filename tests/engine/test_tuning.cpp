@@ -250,9 +250,11 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   const Tile w8a4_small = *resolve_tile(w8a4, apmm_problem({256, 1024, 1024}), target).tile;  // 32 tiles of 128x64
   CHECK(w8a4_small.cluster == 1);
   CHECK(w8a4_small.bk == 512);
-  // Where rules::wgmma_tile's stage is 512 bits and the sets do not fold: the TMA core, at the
-  // folded width (q = 1: 64) with 2 stages of 1024 bits where they fit, else 3 of 512 (q = 1:
-  // 3 of 512 first); else the cp.async tile's shape with a cluster from a wave of its tiles.
+  // Where rules::wgmma_tile's stage is 512 bits: the folded tile where the sets fold there
+  // (unsigned w4a3 at the 192-register boundary); else the TMA core at the folded width (q = 1:
+  // 64) with 2 stages of 1024 bits where they fit, else 3 of 512 (q = 1: 3 of 512 first); else
+  // the cp.async tile's shape with a cluster from a wave of its tiles, where its consumers hold
+  // 96 accumulator registers or fewer or one wgmma covers all q planes.
   KernelSpec u5a5 = w4a4, u6a6 = w4a4, u4a3 = w4a4, w5a1 = w4a4, w8a1 = w4a4, w8a2 = w4a4;
   u5a5.w = u5a5.x = {5, Encoding::Unsigned};
   u6a6.w = u6a6.x = {6, Encoding::Unsigned};
@@ -285,7 +287,10 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   u8a5.w.bits = 8;
   CHECK(rules::folds_sets(Tile{128, 32, 512, 2, 8, 1, 2}, u8a5.w, u8a5.x));  // 12 exact sets: 192 registers
   CHECK(resolve_tile(u8a5, apmm_problem({64, 4096, 4096}), target).tile->bm == 64);
-  CHECK(resolve_tile(u8a5, mid, target).tile->bm == 128);
+  CHECK(*resolve_tile(u8a5, mid, target).tile == Tile{128, 32, 512, 2, 8, 1, 2});
+  KernelSpec u5a2 = u5a5;  // 6 unstacked sets of 16 at 128x32: 96 registers
+  u5a2.x.bits = 2;
+  CHECK(*resolve_tile(u5a2, apmm_problem({1024, 1024, 1024}), target).tile == Tile{128, 32, 512, 4, 8, 1, 2});
   const Tile w8a8_one_m = *resolve_tile(w8a8, apmm_problem({128, 1024, 1024}), target).tile;  // 128 tiles of 128x8
   CHECK(w8a8_one_m.cluster == 1);
   CHECK(w8a8_one_m.bn == 8);

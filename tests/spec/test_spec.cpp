@@ -630,8 +630,9 @@ TEST_CASE("rules: the wgmma cores stack X planes into one wgmma (2+ W planes on 
   CHECK(stack(gemm(2, Encoding::Signed, 5, 128, 8, 1024, 4, 8, 1, 1)) == 1);
   // Not on the mma.sync core.
   CHECK(kernel_plane_groups(w4a4, "sm_90").weight.size() == 10);
-  // Folded on the TMA core where not even the exact sets fit (rules::folds_sets): one set of
-  // weight 1, all q planes a wgmma, q + 1 sets of registers.
+  // Folded on the TMA core where the exact sets do not fit (rules::folds_sets; also where they
+  // fill more than kTmaFoldAboveRegs unstacked, below): one set of weight 1, all q planes a
+  // wgmma, q + 1 sets of registers.
   using apnn::rules::folds_sets;
   const KernelSpec w4a4_64 = gemm(4, Encoding::Signed, 4, 128, 64, 1024, 2, 8, 1, 2);
   const auto folded = kernel_plane_groups(w4a4_64, "sm_90a");
@@ -646,8 +647,8 @@ TEST_CASE("rules: the wgmma cores stack X planes into one wgmma (2+ W planes on 
                    {8, Encoding::Unsigned}));  // 16 exact sets of 16; folded 9
   // w4a2 at 128x128 (a legal tile: gemm() requires it): folded, exactly 192 registers (3 sets of 64).
   CHECK(folds_sets(*gemm(4, Encoding::Signed, 2, 128, 128, 1024, 2, 8, 1, 2).tile, w4a4.w, {2, Encoding::Unsigned}));
-  // Not where the exact sets fit: w4a4 at 128x32 keeps its 10 (160 registers), at 128x16 the
-  // core's 16 pair sets.
+  // Not where the exact sets fit in kTmaFoldAboveRegs: w4a4 at 128x32 keeps its 10 (160
+  // registers), at 128x16 the core's 16 pair sets.
   CHECK_FALSE(folds_sets(*gemm(4, Encoding::Signed, 4, 128, 32, 1024, 2, 8, 1, 2).tile, w4a4.w, w4a4.x));
   CHECK_FALSE(folds_sets(*w4a4.tile, w4a4.w, w4a4.x));
   Tile off = *w4a4_64.tile;
@@ -672,6 +673,10 @@ TEST_CASE("rules: the wgmma cores stack X planes into one wgmma (2+ W planes on 
   CHECK(apnn::rules::accumulator_regs(Tile{128, 32, 512, 2, 8, 1, 2}, 11) == 176);
   CHECK_FALSE(folds_sets(Tile{128, 32, 512, 2, 8, 1, 2}, u6, u6));
   CHECK_FALSE(folds_sets(Tile{128, 96, 1024, 3, 8, 1, 2}, {2, Encoding::Signed}, {2, Encoding::Unsigned}));
+  // Stacked at 64 columns: signed w2a3's 6 sets of 32 (192 registers) are one wgmma a W plane.
+  CHECK(apnn::rules::wgmma_x_stack(Tile{128, 64, 1024, 2, 8, 1, 2}, {2, Encoding::Signed}, u3,
+                                   apnn::rules::plane_groups({2, Encoding::Signed}, u3)) == 3);
+  CHECK_FALSE(folds_sets(Tile{128, 64, 1024, 2, 8, 1, 2}, {2, Encoding::Signed}, u3));
   CHECK_FALSE(folds_sets(Tile{128, 96, 1024, 3, 8, 1, 2}, u3, {2, Encoding::Unsigned}));
   // Without folding the 128x64 tile's 10 exact sets would need 320 registers.
   CHECK(apnn::rules::accumulator_regs(*w4a4_64.tile, 10) > apnn::rules::kTmaMaxAccumulatorRegs);
