@@ -218,18 +218,18 @@ Tile untuned_tile(const KernelSpec& s, const Problem& p, const Target& t) {
 
 namespace {
 
-// Whether cluster tile c2, the cp.async core's tile shape, beats that core: from a wave of
-// its tiles (w8a8 128x1024x1024, 128 tiles of 128x8: 7.83-7.89 us on the cp.async core, 8.54
-// with a cluster; session 39, call 3), and where its consumers' 168 registers (one producer
-// warp, rules::tma_producer_warps) hold the accumulators beside a B operand per X plane:
-// kClusterTileMaxRegs accumulator registers or fewer, or one wgmma for all q planes. Above that ptxas spilled
-// 32-224 bytes, and the cluster tiles lost (call 5, us, exact, cp.async against cluster:
-// unsigned w4a5 128x32 with 128 registers 1024x4096x4096 87.90-88.12 against 102.09-102.72,
-// 8192x4096x4096 673.18-674.90 against 772.16-772.82; unsigned w7a2 128x32 with 128 at
-// 1024x1024x1024 9.06-9.16 against 12.71-12.73; at 256x2048x2048, 128x16 with 128, signed w8a3
-// x signed 15.93-15.97 against 30.40-30.50, unsigned w7a4 x signed 16.08-16.09 against
-// 20.13-20.25). With one wgmma for all q planes signed w8a1 (128 registers) and signed w8a2
-// (a stacked set per pair, 128) won (calls 2-3, above unfolded_wide_tile).
+// Whether cluster tile c2, the cp.async core's tile shape, beats that core: from a wave of its
+// tiles (w8a8 128x1024x1024, 128 tiles of 128x8: 7.83-7.89 us on the cp.async core, 8.54 with a
+// cluster; session 39, call 3), and where its consumers' 168 registers (one producer warp,
+// rules::tma_producer_warps) hold the accumulators beside a B operand per X plane:
+// kClusterTileMaxRegs accumulator registers or fewer, or one wgmma for all q planes. Above that
+// ptxas spilled 32-224 bytes, and the cluster tiles lost (call 5, us, exact, cp.async against
+// cluster: unsigned w4a5 128x32 with 128 registers 1024x4096x4096 87.90-88.12 against
+// 102.09-102.72, 8192x4096x4096 673.18-674.90 against 772.16-772.82; unsigned w7a2 128x32 with 128
+// at 1024x1024x1024 9.06-9.16 against 12.71-12.73; at 256x2048x2048, 128x16 with 128, signed w8a3 x
+// signed 15.93-15.97 against 30.40-30.50, unsigned w7a4 x signed 16.08-16.09 against 20.13-20.25).
+// With one wgmma for all q planes signed w8a1 (128 registers) and signed w8a2 (a stacked set per
+// pair, 128) won (calls 2-3, above unfolded_wide_tile).
 constexpr int kClusterTileMaxRegs = 96;
 bool cluster_beats_cp_async(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
   if (tile_count(p, c2.bm, c2.bn) < t.sm_count) return false;
@@ -297,20 +297,19 @@ std::optional<Tile> folded_tile(const KernelSpec& s, const Problem& p, const Tar
   return f;
 }
 
-// Where rules::wgmma_tile fits no 3 or 4 stages of 1024 bits and the sets do not fold: the
-// folded tile's width (q = 1: 64) with 2 stages of 1024 bits where they fit, else 3 of 512;
-// for q = 1, 3 of 512 first. Else (nullopt) the caller's cluster tile of the cp.async core's
-// shape (c2) where that beats the core (cluster_beats_cp_async). apnn verify,
-// 1024x4096x4096 / 8192x4096x4096, exact, us (session 39, calls 2-3; bench/NOTES.md), the
-// cp.async core's tile -> c2 -> this: unsigned w4a6 161.45
-// / 1223.09 -> 117.80 / 894.96 -> 128x32/1024 68.69 / 521.45 (3 stages of 512: 69.21 /
-// 525.59); unsigned w5a5 175.88 / 1348.70 -> 119.67 / 916.83 -> 71.54 / 551.04 (73.28 /
-// 565.16); w5a1 (signed W, pm1 X) 45.99 / 411.98 -> 37.26 / 269.68 -> 128x64/512 26.35 /
-// 186.07 (2 stages of 1024: 31.37 / 214.95); signed w8a1 85.87 / 751.33 -> c2 52.55 /
-// 459.09 (its 128x64 needs 256 registers; c2 with 2 stages instead of 3: 83.14 / 635.18);
-// signed w6a1 53.18 / 501.46 -> 128x64/512 28.28 / 210.33; unsigned w6a6 226.24 / 1744.94 ->
-// 128x32/512 99.17 / 777.38. At 1024x1024x1024 (call 3): signed w8a2 13.13-13.37 -> c2
-// 10.44-10.53, unsigned w5a5 14.55-14.74 -> 9.79-9.83, signed w8a1 7.92-7.97 -> c2 7.15-7.19.
+// Where rules::wgmma_tile fits no 3 or 4 stages of 1024 bits and the sets do not fold: the folded
+// tile's width (q = 1: 64) with 2 stages of 1024 bits where they fit, else 3 of 512; for q = 1, 3
+// of 512 first. Else (nullopt) the caller's cluster tile of the cp.async core's shape (c2) where
+// that beats the core (cluster_beats_cp_async). apnn verify, 1024x4096x4096 / 8192x4096x4096,
+// exact, us (session 39, calls 2-3; bench/NOTES.md), the cp.async core's tile -> c2 -> this:
+// unsigned w4a6 161.45 / 1223.09 -> 117.80 / 894.96 -> 128x32/1024 68.69 / 521.45 (3 stages of 512:
+// 69.21 / 525.59); unsigned w5a5 175.88 / 1348.70 -> 119.67 / 916.83 -> 71.54 / 551.04 (73.28 /
+// 565.16); w5a1 (signed W, pm1 X) 45.99 / 411.98 -> 37.26 / 269.68 -> 128x64/512 26.35 / 186.07 (2
+// stages of 1024: 31.37 / 214.95); signed w8a1 85.87 / 751.33 -> c2 52.55 / 459.09 (its 128x64
+// needs 256 registers; c2 with 2 stages instead of 3: 83.14 / 635.18); signed w6a1 53.18 / 501.46
+// -> 128x64/512 28.28 / 210.33; unsigned w6a6 226.24 / 1744.94 -> 128x32/512 99.17 / 777.38. At
+// 1024x1024x1024 (call 3): signed w8a2 13.13-13.37 -> c2 10.44-10.53, unsigned w5a5 14.55-14.74 ->
+// 9.79-9.83, signed w8a1 7.92-7.97 -> c2 7.15-7.19.
 std::optional<Tile> unfolded_wide_tile(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
   Tile first = c2;
   first.bn = s.x.bits == 1 ? 64 : folded_width(s.x.bits);
@@ -374,7 +373,7 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
       if (pairs && !half_empty) {
         // rules::wgmma_tile fits no 3 or 4 stages of 1024 bits (p of 5 or more, some w4).
         if (c2.bk != 1024) {
-          if (p.M <= wt.bm / 2) return wt;  // half-empty rows either way: unmeasured, as before
+          if (p.M <= wt.bm / 2) return wt;  // 128-row tiles half empty either way: unmeasured
           if (const std::optional<Tile> u = unfolded_wide_tile(s, p, t, c2)) return *u;
           return cluster_beats_cp_async(s, p, t, c2) ? c2 : wt;
         }

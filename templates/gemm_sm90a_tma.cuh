@@ -162,13 +162,12 @@ struct GemmSm90aTma {
     if (threadIdx.x == 0) APNN_TIMELINE_MARK(timeline_slot(empty0), kTlExit);
   }
 
-  // Folded sets (rules::folds_sets: where the exact sets do not fit, or fill the registers
-  // without stacking on a narrow tile), each K step's wgmmas of
-  // W plane s go into a temporary of its q stacked sets (one wgmma of N = q*kWN a K slice,
-  // the sets' columns plane after plane), added into the one result set with the pairs'
-  // weights once they are done; the other warpgroup's wgmmas keep the tensor cores busy
-  // during a fold. (A second temporary, so that plane s's wgmmas ran during plane s-1's
-  // fold, was exact, but ptxas serialized the wgmmas, C7514: session 37.)
+  // Folded sets (rules::folds_sets: where the exact sets do not fit, or fill the registers without
+  // stacking on a narrow tile), each K step's wgmmas of W plane s go into a temporary of its q
+  // stacked sets (one wgmma of N = q*kWN a K slice, the sets' columns plane after plane), added
+  // into the one result set with the pairs' weights once they are done; the other warpgroup's
+  // wgmmas keep the tensor cores busy during a fold. (A second temporary, so that plane s's wgmmas
+  // ran during plane s-1's fold, was exact, but ptxas serialized the wgmmas, C7514: session 37.)
   static constexpr bool kFold = T::kFold;
   static_assert(!kFold || (Base::kStack == T::kXBits && Base::kWgN == 1 && !Base::kRegA),
                 "folded sets: all q X planes stacked in one wgmma, one warpgroup along N");
