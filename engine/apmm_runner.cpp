@@ -182,10 +182,8 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   // core is chosen for), with boxes as the core loads them: a whole tile of all planes where
   // no peer shares it, else this block's part of one plane.
   const rules::ClusterShape c = rules::cluster_shape(t, s.w, s.x);
-  CUtensorMap wmap =
-      c.n == 1 ? operand_map(w, s.w.bits, t.bk, t.bm, s.w.bits) : operand_map(w, s.w.bits, t.bk, t.bm / c.n, 1);
-  CUtensorMap xmap =
-      c.m == 1 ? operand_map(x, s.x.bits, t.bk, t.bn, s.x.bits) : operand_map(x, s.x.bits, t.bk, t.bn / c.m, 1);
+  CUtensorMap wmap = operand_map(w, s.w.bits, t.bk, t.bm / c.n, c.n == 1 ? s.w.bits : 1);
+  CUtensorMap xmap = operand_map(x, s.x.bits, t.bk, t.bn / c.m, c.m == 1 ? s.x.bits : 1);
   void* args[] = {&wmap, &xmap, &ws, &xs, &epi, &m, &n, &k, &ld, &ymap, &tma_store};
   kernel_->module->launch(kApmmKernel, d, args);
 }

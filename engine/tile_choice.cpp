@@ -320,8 +320,9 @@ std::optional<Tile> unfolded_wide_tile(const KernelSpec& s, const Problem& p, co
   second.bk = 512;
   second.stages = 3;
   if (s.x.bits == 1) std::swap(first, second);
-  const Tile f = fits(s, first, t) ? first : second;
-  if (!fits(s, f, t) || rules::folds_sets(f, s.w, s.x) || !pairs_and_fills(s, p, t, f)) return std::nullopt;
+  Tile f = first;
+  if (!fits(s, f, t) && !fits(s, f = second, t)) return std::nullopt;
+  if (rules::folds_sets(f, s.w, s.x) || !pairs_and_fills(s, p, t, f)) return std::nullopt;
   return f;
 }
 
@@ -362,7 +363,8 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
       // 4096 9.19-9.20 against 6.50-6.61. Measured for 8 or more plane pairs only: fewer take
       // the heuristic's tile at these shapes anyway (their 128-row tile is under half a wave),
       // and at larger N, where they take the 128-row tile, M = 64 is unmeasured.
-      const bool half_empty = p.M <= wt.bm / 2 && s.w.bits * s.x.bits >= 8;
+      const bool short_m = p.M <= wt.bm / 2;
+      const bool half_empty = short_m && s.w.bits * s.x.bits >= 8;
       // The folded tile even so where not even the exact sets would fit it (w8a8 at 4096:
       // 41.84-41.96 against the heuristic's 43.93-44.08), not where they would (session 39,
       // call 4: signed w5a5 x signed 17.50-17.60 folded against 11.46-11.56, unsigned w8a5
@@ -373,7 +375,7 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
       if (pairs && !half_empty) {
         // rules::wgmma_tile fits no 3 or 4 stages of 1024 bits (p of 5 or more, some w4).
         if (c2.bk != 1024) {
-          if (p.M <= wt.bm / 2) return wt;  // 128-row tiles half empty either way: unmeasured
+          if (short_m) return wt;  // 128-row tiles half empty either way: unmeasured
           if (const std::optional<Tile> u = unfolded_wide_tile(s, p, t, c2)) return *u;
           return cluster_beats_cp_async(s, p, t, c2) ? c2 : wt;
         }
