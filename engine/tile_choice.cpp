@@ -258,6 +258,13 @@ bool pairs_and_fills(const KernelSpec& s, const Problem& p, const Target& t, con
   return pairs_up(s, p, f) && 2 * tile_count(p, f.bm, f.bn) >= t.sm_count;
 }
 
+// Whether the TMA core stages the output rows of tile n (32 int32 columns a warpgroup make a
+// staging box, 64 int16 ones): else they are stored unstaged, which cost the 32-column w1a2-i16
+// tile 22.43 us at 8192x1024x1024 against 12.07 on 128x128 (apnn tune, session 40, call 5).
+bool narrow_stages(const KernelSpec& s, const Tile& n) {
+  return rules::tma_output_staging_bytes(n, s.w, s.x, rules::output_element_bytes(s)) > 0;
+}
+
 // The TMA core's folded sets (rules::folds_sets) where the cluster tile is 32 columns or
 // narrower and its wgmmas 64 or fewer: the widest tile whose wgmmas take all q X planes at once
 // (N = 256 for q = 2, 4, 8; 192 for q = 3, 6; 160 and 224 for q = 5, 7), with 2 stages of 1024
@@ -324,6 +331,54 @@ std::optional<Tile> unfolded_wide_tile(const KernelSpec& s, const Problem& p, co
   if (!fits(s, f, t) && !fits(s, f = second, t)) return std::nullopt;
   if (rules::folds_sets(f, s.w, s.x) || !pairs_and_fills(s, p, t, f)) return std::nullopt;
   return f;
+}
+
+// APMM with K under one 1024-bit stage, where the rule below would put it on mma.sync (w1a1,
+// w1a2, w1a3, w1a4, w2a2 and their like): the wgmma cores won there at every shape measured.
+// apnn tune --core wgmma-tma,wgmma (session 40, calls 3-5; bench/NOTES.md), the mma.sync tile ->
+// this rule's -> the best of 382-606 tiles, us: 8192x512x512 w1a1 8.70 -> 7.43 (64x256/512, one
+// warpgroup of 256 columns, whose output the cp.async core stages: rules::wgmma_stages_output),
+// w1a1-i16 9.82 -> 4.72 (the same), w1a2 11.51 -> 9.25 (the TMA core's 128x32/512 cluster 2) ->
+// 8.81, w1a2-i16 11.84 -> 7.48 (128x128/512 cluster 2; the 32-column tile cannot stage int16
+// rows) -> 6.66, w1a3 14.12 -> 9.59 -> 8.98, w1a4 14.43 -> 10.48 -> 9.71, w2a2 13.35 -> 8.84
+// (128x64/512 cluster 2, the best), w2a2-i16 13.23 -> 6.85 (the best); 8192x256x256 (64x64/256,
+// 4 stages, the cp.async core) w1a1 5.50 -> 5.08 (the best), w1a2 6.41 -> 5.33 (the best), w2a2
+// 6.43 -> 5.72 -> 5.09; at M of 2048 and less (64x64, one 512-bit step) 1024x512x512 w1a1 4.86 ->
+// 3.32, w1a2 5.41 -> 4.03, 2048x512x512 w1a2 5.14 -> 4.36, 64x512x512 w1a2 4.41 -> 3.32,
+// 1024x256x256 w2a2 5.40 -> 4.57 (single timings of tune's first pass at these few-microsecond
+// shapes).
+std::optional<Tile> short_k_tile(const KernelSpec& s, const Problem& p, const Target& t) {
+  // An int16 output at K of 256 bits and less keeps the mma.sync tile: the 64x64 tile below
+  // stores it unstaged (8192x256x256 w1a1-i16 5.08 -> 7.12 us, apnn bench, call 6), and the
+  // cluster tile, though it won at 8192x256x256 (w1a2-i16 7.00 -> 5.96, w2a2-i16 6.98 -> 5.78),
+  // lost at 8192x128x128 (w2a2-i16 5.69 -> 6.36, against call 2's run).
+  if (s.epilogue.int16_out && p.K_bits <= 256) return std::nullopt;
+  Tile wt;
+  if (!rules::wgmma_tile(&wt, s.w, s.x)) return std::nullopt;
+  auto on_core = [&](const Tile& c) { return fits(s, c, t) && on_wgmma(s, c, t); };
+  if (p.K_bits > 256) {  // one 512-bit step (two where K is over 512 bits)
+    if (wt.bn == 256) {
+      const Tile wide{64, 256, 512, 4, 4, 1, 1};
+      if (tile_count(p, wide.bm, wide.bn) >= t.sm_count && rules::wgmma_stages_output(wide, s.w, s.x) && on_core(wide))
+        return wide;
+    } else {
+      // The TMA core, which stages the output; w1a2's narrow tile as at K of one 1024-bit
+      // stage (untuned_default_core_tile), where its rows stage.
+      Tile c2 = wt;
+      c2.bk = 512;
+      c2.cluster = 2;
+      if (pairs_and_fills(s, p, t, c2) && fits(s, c2, t)) {
+        Tile narrow = c2;
+        narrow.bn = 32;
+        narrow.stages = 3;
+        if (c2.bn == 128 && narrow_stages(s, narrow) && fits(s, narrow, t)) return narrow;
+        return c2;
+      }
+    }
+  }
+  const Tile small{64, 64, p.K_bits > 256 ? 512 : 256, 4, 4, 1, 1};
+  if (on_core(small)) return small;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -407,7 +462,8 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         staged.stages = 3;
         // K of one 1024-bit stage: 128x32 with 3 stages, more tiles for the short mainloop;
         // 8192x1024x1024 15.18 us against the staged tile's 15.69 (same call; apnn tune in
-        // session 8 device call 5: 17.27 against 23.20 for 128x128 with 4 stages).
+        // session 8 device call 5: 17.27 against 23.20 for 128x128 with 4 stages). Not for an
+        // int16 output (narrow_stages), which takes the 4 stages below.
         Tile narrow = staged;
         narrow.bn = 32;
         // K over 4096 bits: 4 stages again, the output staged two 32-column boxes per
@@ -426,7 +482,7 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         // plane pairs: unsigned or signed w1a2, w2a1) take the rule unmeasured.
         const bool whole_beside_4 = rules::tma_output_staged_whole(c2, s.w, s.x, rules::output_element_bytes(s));
         if (c2.bn == 128) {
-          if (p.K_bits <= 1024 && fits(s, narrow, t)) return narrow;
+          if (p.K_bits <= 1024 && narrow_stages(s, narrow) && fits(s, narrow, t)) return narrow;
           if ((p.K_bits > 4096 || whole_beside_4) && fits(s, c2, t)) return c2;
           if (fits(s, staged, t)) return staged;
         }
@@ -457,7 +513,12 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
     Tile n = h;
     n.warps_m = 1;
     n.warps_n = std::min(8, n.bn / 8);
-    if (fits(s, n, t) && !on_wgmma(s, n, t)) return n;
+    if (fits(s, n, t) && !on_wgmma(s, n, t)) {
+      // No longer for a plain output (short_k_tile); a fused chain keeps it (unmeasured there).
+      if (s.epilogue.empty())
+        if (const std::optional<Tile> k = short_k_tile(s, p, t)) return *k;
+      return n;
+    }
     return deeper(h);
   } else if (s.op == Op::Apconv) {
     // APConv on the wgmma core: one warpgroup column (wgmma N = bn) for narrow tiles, and

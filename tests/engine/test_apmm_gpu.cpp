@@ -167,7 +167,12 @@ TEST_CASE("sm_90a wgmma core: bit-exact for every encoding pair on shapes that a
                                               {1, 2, {128, 128, 1024, 4, 8, 2}},
                                               // wgmmas over 3 and 5 X planes: N = 192 and 80
                                               {1, 3, {128, 64, 1024, 4, 8, 1}},
-                                              {2, 5, {128, 16, 512, 3, 8, 1}}};
+                                              {2, 5, {128, 16, 512, 3, 8, 1}},
+                                              // K under one 1024-bit stage (short_k_tile): w1a1's 64x256
+                                              // (one warpgroup of 256 columns), 64x64 at 256 and 512 bits
+                                              {1, 1, {64, 256, 512, 4, 4, 1}},
+                                              {1, 2, {64, 64, 256, 4, 4, 1}},
+                                              {2, 2, {64, 64, 512, 4, 4, 1}}};
   for (const auto& o : odd)
     for (Encoding e : kEncodings) {
       KernelSpec s;
@@ -286,7 +291,13 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
       {5, 1, Encoding::Signed, Encoding::Pm1, {128, 64, 512, 3, 8, 1, 2}, false},
       {6, 1, Encoding::Unsigned, Encoding::Signed, {128, 64, 512, 3, 8, 1, 2}, false},
       {8, 1, Encoding::Signed, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}, false},
-      {8, 8, Encoding::Signed, Encoding::Unsigned, {128, 8, 512, 3, 8, 1, 2}, false}};
+      {8, 8, Encoding::Signed, Encoding::Unsigned, {128, 8, 512, 3, 8, 1, 2}, false},
+      // The untuned tiles of K under one 1024-bit stage (short_k_tile): w1a2's narrow 128x32,
+      // w1a3's and w2a2's 128x64 with 4 stages, w4a1's with 3.
+      {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}, false},
+      {1, 3, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 4, 8, 1, 2}, false},
+      {2, 2, Encoding::Signed, Encoding::Unsigned, {128, 64, 512, 4, 8, 1, 2}, false},
+      {4, 1, Encoding::Signed, Encoding::Unsigned, {128, 64, 512, 3, 8, 1, 2}, false}};
   for (const auto& l : listed) {
     KernelSpec s;
     s.w = {l.p, l.we};
@@ -328,11 +339,16 @@ TEST_CASE("int16 output (spec \"output\": \"int16\"): every core, bit-exact on s
       {1, 2, Encoding::Pm1, {128, 128, 1024, 4, 8, 1, 2}}, {2, 2, Encoding::Pm1, {64, 192, 1024, 3, 4, 2, 2}},
       {2, 2, Encoding::Signed, {128, 96, 1024, 3, 8, 1, 2}}, {1, 2, Encoding::Pm1, {128, 32, 1024, 3, 8, 1, 2}},
       {1, 1, Encoding::Pm1, {64, 256, 1024, 3, 4, 2, 4}},   {1, 1, Encoding::Pm1, {128, 256, 1024, 4, 8, 1, 2}},
+      // K under one 1024-bit stage (short_k_tile): w1a1's 64x256 (staged), 64x64 (plain stores),
+      // w1a2's and w2a2's cluster tiles of 512-bit steps (whole-tile staging).
+      {1, 1, Encoding::Unsigned, {64, 256, 512, 4, 4, 1}},  {1, 2, Encoding::Pm1, {64, 64, 256, 4, 4, 1}},
+      {1, 2, Encoding::Pm1, {128, 128, 512, 4, 8, 1, 2}},  {2, 2, Encoding::Signed, {128, 64, 512, 4, 8, 1, 2}},
   };
   // Odd N, N*2 bytes not a multiple of 16 (no tensor map: plain stores), N a multiple of 8 but
-  // not of a box's 64 columns, several patches per cluster (the last for the wide tiles too).
-  const ApmmShape shapes[] = {{1, 1, 1}, {129, 517, 1000}, {300, 1100, 2100}, {333, 2600, 3000}, {1000, 3000, 1025},
-                              {2100, 4104, 1030}};
+  // not of a box's 64 columns, several patches per cluster (the last for the wide tiles too),
+  // and one short K step over many tiles.
+  const ApmmShape shapes[] = {{1, 1, 1},          {129, 517, 1000},   {300, 1100, 2100}, {333, 2600, 3000},
+                              {1000, 3000, 1025}, {2100, 4104, 1030}, {4100, 1100, 500}};
   std::vector<KernelSpec> specs;
   for (const Case& c : cases) {
     KernelSpec s;

@@ -176,7 +176,10 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   CHECK(rules::tma_output_staging_bytes(deep, w1a2().w, w1a2().x, 2) == 128 * 128 * 2);
   for (const ApmmShape& shape : {ApmmShape{8192, 2048, 2048}, ApmmShape{1024, 4096, 4096}, ApmmShape{8192, 4096, 4096}})
     CHECK(*resolve_tile(w1a2_i16, apmm_problem(shape), target).tile == deep);
-  CHECK(*resolve_tile(w1a2_i16, apmm_problem({8192, 1024, 1024}), target).tile == Tile{128, 32, 1024, 3, 8, 1, 2});
+  // At one 1024-bit stage too: the narrow tile below cannot stage 32 int16 columns (a box
+  // is 64).
+  CHECK(*resolve_tile(w1a2_i16, apmm_problem({8192, 1024, 1024}), target).tile == deep);
+  CHECK(rules::tma_output_staging_bytes(Tile{128, 32, 1024, 3, 8, 1, 2}, w1a2().w, w1a2().x, 2) == 0);
   // ... or, where its last round of patches costs no more, the tile half again as wide (a
   // producer warpgroup hands its registers to the 192 accumulators): 8192^3 has 21 rounds of
   // 128x192 patches (x 1.5 = 31.5) against 32 of 128x128; 4000x4096 has 6 (9) against 8, and
@@ -319,17 +322,40 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   Tile expected = *heuristic.tile;
   if (rules::use_wgmma(heuristic, "sm_90a") && expected.stages == 3) expected.stages = 4;
   CHECK(*resolve_tile(w1a2(), small, target).tile == expected);
-  // Enough blocks but K below one 1024-bit stage: the heuristic's bm, bn and bk (not wgmma's
-  // bk 1024), its warps side by side along N, so that it runs on mma.sync.
-  const Problem short_k = apmm_problem({8192, 256, 256});
-  const Tile hk = rules::heuristic_tile(w1a2().w, w1a2().x, 8192, 256, 256, target.sm_count, target.max_smem);
-  const KernelSpec sk = resolve_tile(w1a2(), short_k, target);
-  CHECK(sk.tile->bm == hk.bm);
-  CHECK(sk.tile->bn == hk.bn);
-  CHECK(sk.tile->bk == 256);
-  CHECK(sk.tile->warps_m == 1);
-  CHECK(sk.tile->warps_n == std::min(8, hk.bn / 8));
-  CHECK_FALSE(rules::use_wgmma(sk, "sm_90a"));
+  // Enough blocks but K below one 1024-bit stage (short_k_tile, where the heuristic's tile
+  // with its warps side by side along N would run on mma.sync): one 512-bit step on the TMA
+  // core where the cluster tiles pair up and fill half the SMs (w1a2: the narrow 128x32 for
+  // an int32 output, 128x128 for int16; w2a2 its 128x64), w1a1's 64x256 on the cp.async core
+  // from a wave of them (its one warpgroup of 256 columns stages the output), else 64x64 on
+  // the cp.async core with 4 stages (256-bit steps at K of 256 bits and less).
+  KernelSpec w1a2_i16k = w1a2();
+  w1a2_i16k.epilogue.int16_out = true;
+  KernelSpec w1a1 = w1a2();
+  w1a1.w = {1, Encoding::Unsigned};
+  w1a1.x = {1, Encoding::Unsigned};
+  const Tile narrow512{128, 32, 512, 3, 8, 1, 2}, wide512{128, 128, 512, 4, 8, 1, 2};
+  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 512, 512}), target).tile == narrow512);
+  CHECK(*resolve_tile(w1a2(), apmm_problem({8191, 500, 500}), target).tile == narrow512);
+  CHECK(*resolve_tile(w1a2_i16k, apmm_problem({8192, 512, 512}), target).tile == wide512);
+  // ... not at K of 256 bits and less, where an int16 output keeps the mma.sync tile.
+  CHECK_FALSE(rules::use_wgmma(resolve_tile(w1a2_i16k, apmm_problem({8192, 256, 256}), target), "sm_90a"));
+  CHECK(*resolve_tile(w2a2(), apmm_problem({8192, 512, 512}), target).tile == Tile{128, 64, 512, 4, 8, 1, 2});
+  CHECK(*resolve_tile(w1a2(), apmm_problem({8192, 768, 768}), target).tile == narrow512);  // two steps
+  const Tile w1a1_wide{64, 256, 512, 4, 4, 1, 1};
+  CHECK(*resolve_tile(w1a1, apmm_problem({8192, 512, 512}), target).tile == w1a1_wide);
+  CHECK(rules::wgmma_stages_output(w1a1_wide, w1a1.w, w1a1.x));
+  const Tile small256{64, 64, 256, 4, 4, 1, 1}, small512{64, 64, 512, 4, 4, 1, 1};
+  for (const KernelSpec& s : {w1a2(), w2a2(), w1a1}) {
+    CHECK(*resolve_tile(s, apmm_problem({8192, 256, 256}), target).tile == small256);
+    CHECK(*resolve_tile(s, apmm_problem({8192, 128, 128}), target).tile == small256);
+  }
+  for (const ApmmShape& sh : {ApmmShape{1024, 512, 512}, ApmmShape{2048, 512, 512}, ApmmShape{64, 512, 512}}) {
+    CHECK(*resolve_tile(w1a2(), apmm_problem(sh), target).tile == small512);
+    CHECK(*resolve_tile(w1a1, apmm_problem(sh), target).tile == small512);
+  }
+  CHECK(*resolve_tile(w2a2(), apmm_problem({1024, 256, 256}), target).tile == small256);
+  for (const Tile& t : {narrow512, wide512}) CHECK(rules::tma_tile_error(t, w1a2()).empty());
+  CHECK(rules::use_wgmma(resolve_tile(w1a2(), apmm_problem({8192, 256, 256}), target), "sm_90a"));
   // Other targets never get it.
   CHECK(*resolve_tile(w1a2(), big, nominal_target("sm_90")).tile ==
         rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 132, 227 * 1024));
@@ -354,15 +380,21 @@ TEST_CASE("untuned tile of an sm_90a APMM chain: the cp.async wgmma core (no clu
       CHECK(k.tile->cluster == 1);
       CHECK(rules::use_wgmma(k, "sm_90a"));
     }
-    // w2a2's 128x64 tile keeps one warpgroup column; K under a stage, the plain output's
-    // rule (mma.sync, warps side by side along N).
+    // w2a2's 128x64 tile keeps one warpgroup column; K under a stage, the heuristic's tile
+    // with its warps side by side along N (mma.sync; the plain output's short_k_tile is
+    // unmeasured for chains).
     KernelSpec q22 = w2a2();
     q22.epilogue = q.epilogue;
     Tile wt22;
     REQUIRE(rules::wgmma_tile(&wt22, q22.w, q22.x));
     CHECK(*resolve_tile(q22, apmm_problem({1024, 4096, 4096}), target).tile == wt22);
     const KernelSpec short_k = resolve_tile(q, apmm_problem({8192, 256, 256}), target);
-    CHECK(*short_k.tile == *resolve_tile(w1a2(), apmm_problem({8192, 256, 256}), target).tile);
+    const Tile hk = rules::heuristic_tile(q.w, q.x, 8192, 256, 256, target.sm_count, target.max_smem);
+    CHECK(short_k.tile->bm == hk.bm);
+    CHECK(short_k.tile->bn == hk.bn);
+    CHECK(short_k.tile->bk == 256);
+    CHECK(short_k.tile->warps_m == 1);
+    CHECK(short_k.tile->warps_n == std::min(8, hk.bn / 8));
     CHECK_FALSE(rules::use_wgmma(short_k, "sm_90a"));
   }
 }
