@@ -334,7 +334,7 @@ std::optional<Tile> unfolded_wide_tile(const KernelSpec& s, const Problem& p, co
 }
 
 // APMM with K under one 1024-bit stage, where the rule below would put it on mma.sync (w1a1,
-// w1a2, w1a3, w1a4, w2a2 and their like): the wgmma cores won there at every shape measured.
+// w1a2, w1a3, w1a4, w2a2 and their like): the wgmma cores won at every shape apnn tune measured.
 // apnn tune --core wgmma-tma,wgmma (session 40, calls 3-5; bench/NOTES.md), the mma.sync tile ->
 // this rule's -> the best of 382-606 tiles, us: 8192x512x512 w1a1 8.70 -> 7.43 (64x256/512, one
 // warpgroup of 256 columns, whose output the cp.async core stages: rules::wgmma_stages_output),
@@ -349,21 +349,23 @@ std::optional<Tile> unfolded_wide_tile(const KernelSpec& s, const Problem& p, co
 // shapes).
 std::optional<Tile> short_k_tile(const KernelSpec& s, const Problem& p, const Target& t) {
   // An int16 output at K of 256 bits and less keeps the mma.sync tile: the 64x64 tile below
-  // stores it unstaged (8192x256x256 w1a1-i16 5.08 -> 7.12 us, apnn bench, call 6), and the
-  // cluster tile, though it won at 8192x256x256 (w1a2-i16 7.00 -> 5.96, w2a2-i16 6.98 -> 5.78),
-  // lost at 8192x128x128 (w2a2-i16 5.69 -> 6.36, against call 2's run).
+  // stores it unstaged, which lost there (8192x256x256 w1a1-i16 5.08 -> 7.12 us, apnn bench,
+  // call 6), and the cluster tile, though it won at 8192x256x256 (w1a2-i16 7.00 -> 5.96,
+  // w2a2-i16 6.98 -> 5.78), lost at 8192x128x128 (w2a2-i16 5.69 -> 6.36, against call 2's run).
+  // At one 512-bit step the unstaged 64x64 tile won at M of 1024 (w1a1-i16 / w1a2-i16 /
+  // w2a2-i16 1.15x / 1.14x / 1.26x, call 7) and was even at 64 (0.93-1.08x).
   if (s.epilogue.int16_out && p.K_bits <= 256) return std::nullopt;
   Tile wt;
   if (!rules::wgmma_tile(&wt, s.w, s.x)) return std::nullopt;
   auto on_core = [&](const Tile& c) { return fits(s, c, t) && on_wgmma(s, c, t); };
   if (p.K_bits > 256) {  // one 512-bit step (two where K is over 512 bits)
-    if (wt.bn == 256) {
+    if (wt.bn == 256) {  // w1a1: its single warpgroup of 256 columns stages the output
       const Tile wide{64, 256, 512, 4, 4, 1, 1};
-      if (tile_count(p, wide.bm, wide.bn) >= t.sm_count && rules::wgmma_stages_output(wide, s.w, s.x) && on_core(wide))
-        return wide;
+      if (tile_count(p, wide.bm, wide.bn) >= t.sm_count && on_core(wide)) return wide;
     } else {
-      // The TMA core, which stages the output; w1a2's narrow tile as at K of one 1024-bit
-      // stage (untuned_default_core_tile), where its rows stage.
+      // The TMA core, which stages the output; the 128-column tiles (w1a2, w2a1) take the
+      // narrow one as at K of one 1024-bit stage (untuned_default_core_tile) where its rows
+      // stage and its cluster has a pair.
       Tile c2 = wt;
       c2.bk = 512;
       c2.cluster = 2;
@@ -371,7 +373,7 @@ std::optional<Tile> short_k_tile(const KernelSpec& s, const Problem& p, const Ta
         Tile narrow = c2;
         narrow.bn = 32;
         narrow.stages = 3;
-        if (c2.bn == 128 && narrow_stages(s, narrow) && fits(s, narrow, t)) return narrow;
+        if (c2.bn == 128 && narrow_stages(s, narrow) && pairs_up(s, p, narrow) && fits(s, narrow, t)) return narrow;
         return c2;
       }
     }
@@ -463,7 +465,8 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         // K of one 1024-bit stage: 128x32 with 3 stages, more tiles for the short mainloop;
         // 8192x1024x1024 15.18 us against the staged tile's 15.69 (same call; apnn tune in
         // session 8 device call 5: 17.27 against 23.20 for 128x128 with 4 stages). Not for an
-        // int16 output (narrow_stages), which takes the 4 stages below.
+        // int16 output (narrow_stages), which takes the 4 stages below, nor where N holds one
+        // 32-column tile (its cluster pairs along N).
         Tile narrow = staged;
         narrow.bn = 32;
         // K over 4096 bits: 4 stages again, the output staged two 32-column boxes per
@@ -482,7 +485,8 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         // plane pairs: unsigned or signed w1a2, w2a1) take the rule unmeasured.
         const bool whole_beside_4 = rules::tma_output_staged_whole(c2, s.w, s.x, rules::output_element_bytes(s));
         if (c2.bn == 128) {
-          if (p.K_bits <= 1024 && narrow_stages(s, narrow) && fits(s, narrow, t)) return narrow;
+          if (p.K_bits <= 1024 && narrow_stages(s, narrow) && pairs_up(s, p, narrow) && fits(s, narrow, t))
+            return narrow;
           if ((p.K_bits > 4096 || whole_beside_4) && fits(s, c2, t)) return c2;
           if (fits(s, staged, t)) return staged;
         }
@@ -507,14 +511,15 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
   };
   if (s.op == Op::Apmm && p.K_bits < 1024) {
     // APMM with K under one 1024-bit stage: warps side by side along N keep the tile on
-    // mma.sync, which wins there (device run 5's every-tile sweep: 8192x256x256 128x128/256
-    // 6.56 us with 1x8 warps, 8.30 us with 8x1 on wgmma; 1024x256x256 128x16/256 1.07x of
-    // the winner with 1x2, 1.15x with 8x2).
+    // mma.sync, which won there before the TMA core (session 3, device run 5's every-tile
+    // sweep: 8192x256x256 128x128/256 6.56 us with 1x8 warps, 8.30 us with 8x1 on wgmma;
+    // 1024x256x256 128x16/256 1.07x of the winner with 1x2, 1.15x with 8x2). A plain output
+    // now takes short_k_tile's instead, except an int16 one at K of 256 bits and less; a fused
+    // chain keeps this one (unmeasured there).
     Tile n = h;
     n.warps_m = 1;
     n.warps_n = std::min(8, n.bn / 8);
     if (fits(s, n, t) && !on_wgmma(s, n, t)) {
-      // No longer for a plain output (short_k_tile); a fused chain keeps it (unmeasured there).
       if (s.epilogue.empty())
         if (const std::optional<Tile> k = short_k_tile(s, p, t)) return *k;
       return n;

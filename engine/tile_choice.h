@@ -39,10 +39,12 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
 // What a request without a recorded winner gets (what `apnn tune` compares its winner with):
 // on sm_90a the halo core for the 3x3 and 1x1 convs it runs faster (untuned_halo_tile), the
 // wgmma core's tile for a plain APMM where it fills half a wave and K >= 1024 bits; else the
-// paper's heuristic, adjusted on sm_90a where it lands on the wgmma core
-// (APMM with K < 1024: warps along N, on mma.sync; APConv: one warpgroup column for narrow
-// tiles, bk 1024 under a wave; over a wave, tall tiles of 3x3 convs with 512-bit steps and
-// deeper pipelines, or three blocks per SM where they fill the waves better).
+// paper's heuristic, adjusted on sm_90a where it lands on the wgmma core (APMM with K < 1024
+// bits: 512-bit cluster tiles or 64-row cp.async tiles for a plain output, the heuristic's
+// tile with warps along N on mma.sync for a chain and for int16 at K <= 256 bits; APConv: one
+// warpgroup column for narrow tiles, bk 1024 under a wave; over a wave, tall tiles of 3x3
+// convs with 512-bit steps and deeper pipelines, or three blocks per SM where they fill the
+// waves better).
 // engine/tile_choice.cpp says which measurements fitted these.
 Tile untuned_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 // Its two parts: the halo core's tile (templates/conv_sm90a_halo.cuh) for a 3x3 pad-1 or 1x1

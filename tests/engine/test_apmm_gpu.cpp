@@ -341,7 +341,7 @@ TEST_CASE("int16 output (spec \"output\": \"int16\"): every core, bit-exact on s
       {1, 1, Encoding::Pm1, {64, 256, 1024, 3, 4, 2, 4}},   {1, 1, Encoding::Pm1, {128, 256, 1024, 4, 8, 1, 2}},
       // K under one 1024-bit stage (short_k_tile): w1a1's 64x256 (staged), 64x64 (plain stores),
       // w1a2's and w2a2's cluster tiles of 512-bit steps (whole-tile staging).
-      {1, 1, Encoding::Unsigned, {64, 256, 512, 4, 4, 1}},  {1, 2, Encoding::Pm1, {64, 64, 256, 4, 4, 1}},
+      {1, 1, Encoding::Unsigned, {64, 256, 512, 4, 4, 1}},  {1, 2, Encoding::Pm1, {64, 64, 512, 4, 4, 1}},
       {1, 2, Encoding::Pm1, {128, 128, 512, 4, 8, 1, 2}},  {2, 2, Encoding::Signed, {128, 64, 512, 4, 8, 1, 2}},
   };
   // Odd N, N*2 bytes not a multiple of 16 (no tensor map: plain stores), N a multiple of 8 but

@@ -354,8 +354,28 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
     CHECK(*resolve_tile(w1a1, apmm_problem(sh), target).tile == small512);
   }
   CHECK(*resolve_tile(w2a2(), apmm_problem({1024, 256, 256}), target).tile == small256);
-  for (const Tile& t : {narrow512, wide512}) CHECK(rules::tma_tile_error(t, w1a2()).empty());
+  CHECK(rules::tma_tile_error(narrow512, w1a2()).empty());
+  CHECK(rules::tma_tile_error(wide512, w1a2_i16k).empty());
   CHECK(rules::use_wgmma(resolve_tile(w1a2(), apmm_problem({8192, 256, 256}), target), "sm_90a"));
+  // An int16 output at one 512-bit step under half a wave of cluster tiles: 64x64 too; w1a1's
+  // at K of 256 bits keeps the mma.sync tile like w1a2's.
+  CHECK(*resolve_tile(w1a2_i16k, apmm_problem({1024, 512, 512}), target).tile == small512);
+  KernelSpec w1a1_i16 = w1a1;
+  w1a1_i16.epilogue.int16_out = true;
+  CHECK(*resolve_tile(w1a1_i16, apmm_problem({8192, 512, 512}), target).tile == w1a1_wide);
+  CHECK_FALSE(rules::use_wgmma(resolve_tile(w1a1_i16, apmm_problem({8192, 256, 256}), target), "sm_90a"));
+  // The narrow tile's cluster pairs along N (it shares W: 2 planes x 32 columns against 128
+  // rows): with one 32-column N tile it has no pair, so the 128-column tile, which pairs along
+  // M, at one 512-bit step and at one 1024-bit stage.
+  CHECK_FALSE(rules::cluster_shares_x(narrow512, w1a2().w, w1a2().x));
+  CHECK(*resolve_tile(w1a2(), apmm_problem({16384, 32, 512}), target).tile == wide512);
+  CHECK(resolve_tile(w1a2(), apmm_problem({16384, 32, 1024}), target).tile->bn == 128);
+  CHECK(resolve_tile(w1a2(), apmm_problem({16384, 64, 1024}), target).tile->bn == 32);
+  // APNN_DISABLE_WGMMA: short K stays on mma.sync.
+  setenv("APNN_DISABLE_WGMMA", "1", 1);
+  CHECK_FALSE(rules::use_wgmma(resolve_tile(w1a2(), apmm_problem({8192, 512, 512}), target), "sm_90a"));
+  CHECK(resolve_tile(w1a2(), apmm_problem({8192, 512, 512}), target).tile->cluster == 1);
+  unsetenv("APNN_DISABLE_WGMMA");
   // Other targets never get it.
   CHECK(*resolve_tile(w1a2(), big, nominal_target("sm_90")).tile ==
         rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 132, 227 * 1024));
