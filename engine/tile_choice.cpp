@@ -365,7 +365,7 @@ std::optional<Tile> short_k_tile(const KernelSpec& s, const Problem& p, const Ta
     } else {
       // The TMA core, which stages the output; the 128-column tiles (w1a2, w2a1) take the
       // narrow one as at K of one 1024-bit stage (untuned_default_core_tile) where its rows
-      // stage and its cluster has a pair.
+      // stage.
       Tile c2 = wt;
       c2.bk = 512;
       c2.cluster = 2;
@@ -373,7 +373,7 @@ std::optional<Tile> short_k_tile(const KernelSpec& s, const Problem& p, const Ta
         Tile narrow = c2;
         narrow.bn = 32;
         narrow.stages = 3;
-        if (c2.bn == 128 && narrow_stages(s, narrow) && pairs_up(s, p, narrow) && fits(s, narrow, t)) return narrow;
+        if (c2.bn == 128 && narrow_stages(s, narrow) && fits(s, narrow, t)) return narrow;
         return c2;
       }
     }
@@ -465,8 +465,10 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         // K of one 1024-bit stage: 128x32 with 3 stages, more tiles for the short mainloop;
         // 8192x1024x1024 15.18 us against the staged tile's 15.69 (same call; apnn tune in
         // session 8 device call 5: 17.27 against 23.20 for 128x128 with 4 stages). Not for an
-        // int16 output (narrow_stages), which takes the 4 stages below, nor where N holds one
-        // 32-column tile (its cluster pairs along N).
+        // int16 output (narrow_stages), which takes the 4 stages below. Also where N holds one
+        // 32-column tile, though its cluster pairs along N and so has no pair there: at
+        // 16384x32x1024 it took 5.12-5.18 us, 128x128 (pairing along M) 6.46-6.53, and at
+        // 512 bits 4.94-4.96 against 5.92-5.96 (apnn verify, session 40, calls 8-9).
         Tile narrow = staged;
         narrow.bn = 32;
         // K over 4096 bits: 4 stages again, the output staged two 32-column boxes per
@@ -485,8 +487,7 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         // plane pairs: unsigned or signed w1a2, w2a1) take the rule unmeasured.
         const bool whole_beside_4 = rules::tma_output_staged_whole(c2, s.w, s.x, rules::output_element_bytes(s));
         if (c2.bn == 128) {
-          if (p.K_bits <= 1024 && narrow_stages(s, narrow) && pairs_up(s, p, narrow) && fits(s, narrow, t))
-            return narrow;
+          if (p.K_bits <= 1024 && narrow_stages(s, narrow) && fits(s, narrow, t)) return narrow;
           if ((p.K_bits > 4096 || whole_beside_4) && fits(s, c2, t)) return c2;
           if (fits(s, staged, t)) return staged;
         }
