@@ -258,11 +258,18 @@ bool pairs_and_fills(const KernelSpec& s, const Problem& p, const Target& t, con
   return pairs_up(s, p, f) && 2 * tile_count(p, f.bm, f.bn) >= t.sm_count;
 }
 
-// Whether the TMA core stages the output rows of tile n (32 int32 columns a warpgroup make a
-// staging box, 64 int16 ones): else they are stored unstaged, which cost the 32-column w1a2-i16
-// tile 22.43 us at 8192x1024x1024 against 12.07 on 128x128 (apnn tune, session 40, call 5).
-bool narrow_stages(const KernelSpec& s, const Tile& n) {
-  return rules::tma_output_staging_bytes(n, s.w, s.x, rules::output_element_bytes(s)) > 0;
+// The 32-column tile with 3 stages for a 128-column cluster tile c2 (w1a2, w2a1) at short K,
+// where it fits and the TMA core stages its output rows (32 int32 columns a warpgroup make a
+// staging box, 64 int16 ones): unstaged, they cost the 32-column w1a2-i16 tile 22.43 us at
+// 8192x1024x1024 against 12.07 on 128x128 (apnn tune, session 40, call 5).
+std::optional<Tile> narrow_tile(const KernelSpec& s, const Target& t, const Tile& c2) {
+  if (c2.bn != 128) return std::nullopt;
+  Tile n = c2;
+  n.bn = 32;
+  n.stages = 3;
+  if (rules::tma_output_staging_bytes(n, s.w, s.x, rules::output_element_bytes(s)) == 0 || !fits(s, n, t))
+    return std::nullopt;
+  return n;
 }
 
 // The TMA core's folded sets (rules::folds_sets) where the cluster tile is 32 columns or
@@ -369,13 +376,7 @@ std::optional<Tile> short_k_tile(const KernelSpec& s, const Problem& p, const Ta
       Tile c2 = wt;
       c2.bk = 512;
       c2.cluster = 2;
-      if (pairs_and_fills(s, p, t, c2) && fits(s, c2, t)) {
-        Tile narrow = c2;
-        narrow.bn = 32;
-        narrow.stages = 3;
-        if (c2.bn == 128 && narrow_stages(s, narrow) && fits(s, narrow, t)) return narrow;
-        return c2;
-      }
+      if (pairs_and_fills(s, p, t, c2) && fits(s, c2, t)) return narrow_tile(s, t, c2).value_or(c2);
     }
   }
   const Tile small{64, 64, p.K_bits > 256 ? 512 : 256, 4, 4, 1, 1};
@@ -462,15 +463,6 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         // stages), 1024x4096x4096 14.09 against 14.96.
         Tile staged = c2;
         staged.stages = 3;
-        // K of one 1024-bit stage: 128x32 with 3 stages, more tiles for the short mainloop;
-        // 8192x1024x1024 15.18 us against the staged tile's 15.69 (same call; apnn tune in
-        // session 8 device call 5: 17.27 against 23.20 for 128x128 with 4 stages). Not for an
-        // int16 output (narrow_stages), which takes the 4 stages below. Also where N holds one
-        // 32-column tile, though its cluster pairs along N and so has no pair there: at
-        // 16384x32x1024 it took 5.12-5.18 us, 128x128 (pairing along M) 6.46-6.53, and at
-        // 512 bits 4.94-4.96 against 5.92-5.96 (apnn verify, session 40, calls 8-9).
-        Tile narrow = staged;
-        narrow.bn = 32;
         // K over 4096 bits: 4 stages again, the output staged two 32-column boxes per
         // warpgroup at a time beside them (rules::tma_output_staging_bytes): the deeper
         // pipeline pays where a patch has 8 or more K steps to amortize its epilogue over.
@@ -487,7 +479,15 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
         // plane pairs: unsigned or signed w1a2, w2a1) take the rule unmeasured.
         const bool whole_beside_4 = rules::tma_output_staged_whole(c2, s.w, s.x, rules::output_element_bytes(s));
         if (c2.bn == 128) {
-          if (p.K_bits <= 1024 && narrow_stages(s, narrow) && fits(s, narrow, t)) return narrow;
+          // K of one 1024-bit stage: 128x32 with 3 stages, more tiles for the short mainloop;
+          // 8192x1024x1024 15.18 us against the staged tile's 15.69 (same call; apnn tune in
+          // session 8 device call 5: 17.27 against 23.20 for 128x128 with 4 stages). Not for an
+          // int16 output (narrow_tile), which takes the 4 stages below. Also where N holds one
+          // 32-column tile, though its cluster pairs along N and so has no pair there: at
+          // 16384x32x1024 it took 5.12-5.18 us, 128x128 (pairing along M) 6.46-6.53, and at 512
+          // bits 4.94-4.96 against 5.92-5.96 (apnn verify, session 40, calls 8-9).
+          if (p.K_bits <= 1024)
+            if (const std::optional<Tile> n = narrow_tile(s, t, c2)) return *n;
           if ((p.K_bits > 4096 || whole_beside_4) && fits(s, c2, t)) return c2;
           if (fits(s, staged, t)) return staged;
         }
