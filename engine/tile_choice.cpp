@@ -220,21 +220,22 @@ namespace {
 
 // Whether cluster tile c2, the cp.async core's tile shape, beats that core: from a wave of its
 // tiles (w8a8 128x1024x1024, 128 tiles of 128x8: 7.83-7.89 us on the cp.async core, 8.54 with a
-// cluster; session 39, call 3), and where its consumers' 168 registers (one producer warp,
-// rules::tma_producer_warps) hold the accumulators beside a B operand per X plane:
-// kClusterTileMaxRegs accumulator registers or fewer, or one wgmma for all q planes. Above that
-// ptxas spilled 32-224 bytes, and the cluster tiles lost (call 5, us, exact, cp.async against
-// cluster: unsigned w4a5 128x32 with 128 registers 1024x4096x4096 87.90-88.12 against
-// 102.09-102.72, 8192x4096x4096 673.18-674.90 against 772.16-772.82; unsigned w7a2 128x32 with 128
-// at 1024x1024x1024 9.06-9.16 against 12.71-12.73; at 256x2048x2048, 128x16 with 128, signed w8a3 x
-// signed 15.93-15.97 against 30.40-30.50, unsigned w7a4 x signed 16.08-16.09 against 20.13-20.25).
-// With one wgmma for all q planes signed w8a1 (128 registers) and signed w8a2 (a stacked set per
-// pair, 128) won (calls 2-3, above unfolded_wide_tile).
-constexpr int kClusterTileMaxRegs = 96;
+// cluster; session 39, call 3), and where its consumers hold the accumulators without
+// spilling: kMaxAccumulatorRegs or fewer (above rules::kTmaOneWarpUnstackedRegs in sets that
+// one wgmma does not stack, a producer warpgroup gives them 232 registers:
+// rules::tma_producer_warps), or one wgmma for all q planes. With one producer warp the tiles
+// above 96 registers spilled and lost (session 39, call 5); with the warpgroup they won (session
+// 41, call 2, apnn verify, exact, us, cp.async against cluster): unsigned w4a5 128x32 with 128
+// registers 1024x4096x4096 87.32-87.53 against 59.77-59.95; unsigned w7a2 128x32 with 128 at
+// 1024x1024x1024 9.01-9.14 against 7.83-7.90; unsigned w6a2 128x32 with 112 there 8.14-8.21
+// against 7.46-7.50; at 256x2048x2048, 128x16 with 128, signed w8a3 x signed 15.85-16.03 against
+// 12.34-12.37, unsigned w7a4 x signed 15.83-16.06 against 12.88-12.91. With one wgmma for all q
+// planes signed w8a1 (128 registers) and signed w8a2 (a stacked set per pair, 128) won (session
+// 39, calls 2-3, above unfolded_wide_tile).
 bool cluster_beats_cp_async(const KernelSpec& s, const Problem& p, const Target& t, const Tile& c2) {
   if (tile_count(p, c2.bm, c2.bn) < t.sm_count) return false;
   const rules::PlaneGroups g = rules::kernel_plane_groups(with_tile(s, c2), t.arch);
-  return rules::accumulator_regs(c2, static_cast<int>(g.weight.size())) <= kClusterTileMaxRegs ||
+  return rules::accumulator_regs(c2, static_cast<int>(g.weight.size())) <= rules::kMaxAccumulatorRegs ||
          rules::wgmma_x_stack(c2, s.w, s.x, g) == s.x.bits;  // q = 1: always one B operand
 }
 

@@ -196,10 +196,21 @@ inline constexpr int kTmaMaxAccumulatorRegs = 192;
 // 74.09 / 564.11), and on the wide 128x96 tile (N = 96 wgmmas) it lost at 192 (unsigned w3a2
 // 8192^3 550.60 unfolded, 609.61 folded).
 inline constexpr int kTmaFoldAboveRegs = 176;
+// With one producer warp, the consumers' 168 registers hold at most this many accumulators in
+// sets that are not stacked into one wgmma (a wgmma per X plane): above it ptxas spilled 32-224
+// bytes (session 39), and a producer warpgroup gives them 232. apnn verify, exact, us (session
+// 41, call 2; bench/NOTES.md), the cluster tile with one producer warp -> with a warpgroup (the
+// cp.async core's tile): unsigned w4a5 128x32/512 1024x4096x4096 102.4 -> 59.9 (87.4), unsigned
+// w7a2 128x32/512 1024x1024x1024 12.7 -> 7.9 (9.0), signed w8a3 x signed 128x16/512 256x2048x2048
+// 30.2 -> 12.4 (16.0), unsigned w7a4 x signed 20.1 -> 12.9 (16.0); tiles that did not spill ran
+// even (unsigned w2a3 and w3a2 128x64, unsigned w2a6 and signed w3a4 x signed 128x32 at
+// 1024x4096x4096: 23.6 / 21.8 / 42.1 / 42.4 against 23.4 / 21.4 / 42.4 / 41.8).
+inline constexpr int kTmaOneWarpUnstackedRegs = 96;
 // Producer warps of the TMA core (templates/gemm_sm90a_tma.cuh): 0 off it, 4 where 8 consumer
 // warps hold more than kMaxAccumulatorRegs accumulators (plane_groups' sets: the kernel's
 // own sets are those, or one set per pair only where they fit kMaxAccumulatorRegs, or q + 1
-// where it folds them: folds_sets), else 1.
+// where it folds them: folds_sets), or more than kTmaOneWarpUnstackedRegs in sets that one
+// wgmma does not stack, else 1.
 int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // Threads of a block running the tile: its warps, and the TMA core's producer warps.
 int block_threads(const Tile& t, const OperandFormat& w, const OperandFormat& x);

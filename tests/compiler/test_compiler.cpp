@@ -324,6 +324,33 @@ TEST_CASE("compiler: folded TMA tiles compile without spills or serialized wgmma
                  "kFold = false;"));
 }
 
+TEST_CASE("compiler: unstacked sets above 96 registers compile without spills on a producer warpgroup") {
+  // rules::kTmaOneWarpUnstackedRegs: with one producer warp (168 registers a thread) ptxas
+  // spilled 32-224 bytes of these untuned cluster tiles (session 39); the producer warpgroup
+  // gives the consumers 232.
+  const struct { const char* label; const char* spec; } tiles[] = {
+      {"unsigned w4a5 128x32",
+       R"({"op":"apmm","w_bits":4,"w_enc":"unsigned","x_bits":5,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":32,"bk":512,"stages":4,"warps_m":8,"warps_n":1,"cluster":2}})"},
+      {"unsigned w7a2 128x32",
+       R"({"op":"apmm","w_bits":7,"w_enc":"unsigned","x_bits":2,"x_enc":"unsigned",
+           "tile":{"bm":128,"bn":32,"bk":512,"stages":3,"warps_m":8,"warps_n":1,"cluster":2}})"},
+      {"signed w8a3 x signed 128x16",
+       R"({"op":"apmm","w_bits":8,"w_enc":"signed","x_bits":3,"x_enc":"signed",
+           "tile":{"bm":128,"bn":16,"bk":512,"stages":3,"warps_m":8,"warps_n":1,"cluster":2}})"},
+      {"unsigned w7a4 x signed 128x16, int16",
+       R"({"op":"apmm","w_bits":7,"w_enc":"unsigned","x_bits":4,"x_enc":"signed","output":"int16",
+           "tile":{"bm":128,"bn":16,"bk":512,"stages":3,"warps_m":8,"warps_n":1,"cluster":2}})"},
+  };
+  std::vector<Job> jobs;
+  for (const auto& c : tiles) {
+    const KernelSpec s = spec_of(c.spec);
+    CHECK_MESSAGE(contains(apnn::generate(s, "sm_90a").source, "kProducerWarps = 4;"), c.label);
+    jobs.push_back({c.label, s, "sm_90a", {}, {}, 0});
+  }
+  compile_with_ptxas_info(jobs);
+}
+
 TEST_CASE("compiler: supported targets and options") {
   const std::vector<std::string> expect = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
   CHECK(apnn::supported_archs() == expect);

@@ -297,7 +297,14 @@ TEST_CASE("sm_90a TMA core (tile.cluster 2, 4, 8): bit-exact on shapes that are 
       {1, 2, Encoding::Pm1, Encoding::Unsigned, {128, 32, 512, 3, 8, 1, 2}, false},
       {1, 3, Encoding::Pm1, Encoding::Unsigned, {128, 64, 512, 4, 8, 1, 2}, false},
       {2, 2, Encoding::Signed, Encoding::Unsigned, {128, 64, 512, 4, 8, 1, 2}, false},
-      {4, 1, Encoding::Signed, Encoding::Unsigned, {128, 64, 512, 3, 8, 1, 2}, false}};
+      {4, 1, Encoding::Signed, Encoding::Unsigned, {128, 64, 512, 3, 8, 1, 2}, false},
+      // Sets a wgmma per X plane above 96 registers, held by a producer warpgroup's registers
+      // (rules::kTmaOneWarpUnstackedRegs): unsigned w4a5 128x32 and signed w8a3 x signed 128x16
+      // with 128 (they spilled with one producer warp), unsigned w2a3 128x64 (untuned at
+      // 1024x4096x4096).
+      {4, 5, Encoding::Unsigned, Encoding::Unsigned, {128, 32, 512, 4, 8, 1, 2}, false},
+      {8, 3, Encoding::Signed, Encoding::Signed, {128, 16, 512, 3, 8, 1, 2}, false},
+      {2, 3, Encoding::Unsigned, Encoding::Unsigned, {128, 64, 1024, 4, 8, 1, 2}, false}};
   for (const auto& l : listed) {
     KernelSpec s;
     s.w = {l.p, l.we};

@@ -257,7 +257,8 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   // (unsigned w4a3 at the 192-register boundary); else the TMA core at the folded width (q = 1:
   // 64) with 2 stages of 1024 bits where they fit, else 3 of 512 (q = 1: 3 of 512 first); else
   // the cp.async tile's shape with a cluster from a wave of its tiles, where its consumers hold
-  // 96 accumulator registers or fewer or one wgmma covers all q planes.
+  // 128 accumulator registers or fewer (above 96 in sets a wgmma per X plane, with a producer
+  // warpgroup) or one wgmma covers all q planes.
   KernelSpec u5a5 = w4a4, u6a6 = w4a4, u4a3 = w4a4, w5a1 = w4a4, w8a1 = w4a4, w8a2 = w4a4;
   u5a5.w = u5a5.x = {5, Encoding::Unsigned};
   u6a6.w = u6a6.x = {6, Encoding::Unsigned};
@@ -278,13 +279,18 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
   CHECK_FALSE(rules::folds_sets(Tile{128, 32, 512, 3, 8, 1, 2}, u6a6.w, u6a6.x));
   CHECK(rules::folds_sets(Tile{128, 64, 1024, 2, 8, 1, 2}, u4a3.w, u4a3.x));  // folded_tile's, at 192 registers
   CHECK(*resolve_tile(w8a2, apmm_problem({1024, 1024, 1024}), target).tile == Tile{128, 16, 512, 3, 8, 1, 2});
-  // Not where the cluster tile's consumers would hold over 96 accumulator registers beside a B
-  // operand per X plane (unsigned w4a5 at 128x32: 8 sets of 16, 5 planes; ptxas spilled).
+  // Also where the cluster tile's consumers hold over 96 accumulator registers beside a B
+  // operand per X plane (unsigned w4a5 at 128x32: 8 sets of 16, 5 planes): with one producer
+  // warp ptxas spilled them, a producer warpgroup holds them (rules::kTmaOneWarpUnstackedRegs).
   KernelSpec u4a5 = u5a5;
   u4a5.w.bits = 4;
-  const Tile u4a5_tile = *resolve_tile(u4a5, mid, target).tile;
-  CHECK(u4a5_tile.cluster == 1);
-  CHECK(u4a5_tile.bn == 32);
+  const Tile u4a5_tile{128, 32, 512, 4, 8, 1, 2};
+  CHECK(*resolve_tile(u4a5, mid, target).tile == u4a5_tile);
+  CHECK(rules::tma_producer_warps(u4a5_tile, u4a5.w, u4a5.x) == 4);
+  KernelSpec u7a2 = u5a5;  // 8 sets of 16 at 128x32 (3 stages of 512 bits)
+  u7a2.w.bits = 7;
+  u7a2.x.bits = 2;
+  CHECK(*resolve_tile(u7a2, apmm_problem({1024, 1024, 1024}), target).tile == Tile{128, 32, 512, 3, 8, 1, 2});
   // At M = 64 the folded tile only where the exact sets would not fit it (w8a8 above).
   KernelSpec u8a5 = u5a5;
   u8a5.w.bits = 8;
@@ -726,8 +732,9 @@ TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's t
     CHECK(std::count(h100.begin(), h100.end(), tma) == 1);
   }
   // Every legal TMA tile: a producer warpgroup exactly where 8 consumer warps hold the
-  // kernel's accumulator sets in more than 128 registers (the generator, the launch and the
-  // register budget all follow rules::tma_producer_warps).
+  // kernel's accumulator sets in more than 128 registers, or in more than 96 where one wgmma
+  // does not stack all q X planes and a set per plane pair would not fit 128 (the generator,
+  // the launch and the register budget all follow rules::tma_producer_warps).
   for (auto [p, q] : {std::pair{1, 2}, {2, 2}, {1, 4}, {2, 4}, {4, 4}, {2, 8}}) {
     KernelSpec s;
     s.w = {p, p > 1 ? Encoding::Signed : Encoding::Pm1};
@@ -739,7 +746,10 @@ TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's t
       const rules::PlaneGroups g = rules::kernel_plane_groups(s, "sm_90a");
       const int regs = rules::accumulator_regs(t, g.folded ? q + 1 : static_cast<int>(g.weight.size()));
       INFO(canonical_json(s), " accumulators ", regs);
-      CHECK((rules::tma_producer_warps(t, s.w, s.x) == 4) == (t.warps_m * t.warps_n == 8 && regs > 128));
+      const bool stacked = rules::wgmma_x_stack(t, s.w, s.x, g) == q;
+      CHECK((rules::tma_producer_warps(t, s.w, s.x) == 4) ==
+            (t.warps_m * t.warps_n == 8 &&
+             (regs > 128 || (regs > 96 && !stacked && rules::accumulator_regs(t, p * q) > 128))));
       CHECK(regs <= rules::kTmaMaxAccumulatorRegs);
     }
   }

@@ -964,6 +964,18 @@ TEST_CASE("rules: the TMA core's wide tiles (bn 96, 192) take a producer warpgro
   CHECK(apnn::rules::folds_sets(Tile{128, 128, 1024, 2, 8, 1, 2}, w2, a2));
   // w1a1 128x256 (128 registers) keeps its one producer warp.
   CHECK(tma_producer_warps(Tile{128, 256, 1024, 4, 8, 1, 2}, w1u, w1u) == 1);
+  // Sets that one wgmma does not stack, above 96 registers: a producer warpgroup (with one
+  // producer warp ptxas spilled them). Unsigned w4a5 128x32: 8 sets of 16; unsigned w2a3
+  // 128x64: 4 of 32; unsigned w2a6 128x32: 7 of 16. At 96 or fewer, or stacked, one warp.
+  const OperandFormat u2{2, Encoding::Unsigned}, u3{3, Encoding::Unsigned}, u4{4, Encoding::Unsigned},
+      u5{5, Encoding::Unsigned}, u6{6, Encoding::Unsigned};
+  CHECK(tma_producer_warps(Tile{128, 32, 512, 4, 8, 1, 2}, u4, u5) == 4);
+  CHECK(block_threads(Tile{128, 32, 512, 4, 8, 1, 2}, u4, u5) == 384);
+  CHECK(tma_producer_warps(Tile{128, 64, 1024, 4, 8, 1, 2}, u2, u3) == 4);
+  CHECK(tma_producer_warps(Tile{128, 32, 1024, 4, 8, 1, 2}, u2, u6) == 4);
+  CHECK(tma_producer_warps(Tile{128, 16, 1024, 4, 8, 1, 2}, u2, u6) == 1);  // 7 sets of 8: 56
+  CHECK(tma_producer_warps(Tile{128, 64, 1024, 4, 8, 1, 2}, w2, a2) == 1);  // 128, stacked (N = 128)
+  CHECK(tma_producer_warps(Tile{64, 64, 1024, 4, 4, 1, 2}, u2, u3) == 1);   // one warpgroup: 255 a thread
   // 16 consumer warps and a producer warp exceed 512 threads.
   KernelSpec w1a1;
   w1a1.w = w1u;
