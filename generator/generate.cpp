@@ -35,6 +35,7 @@ struct Traits {{
   static constexpr int kClusterM = {cluster_m}, kClusterN = {cluster_n};  // TMA core: the cluster patch (gemm_sm90a_tma.cuh)
   static constexpr int kOutputStagingBytes = {output_staging};  // TMA core: output staging beside the pipeline
   static constexpr bool kOutputStagingWhole = {staging_whole};  // the whole tile, else two boxes per warpgroup
+  static constexpr int kCodeStagingBytes = {code_staging};  // TMA core: the codes of a quantize chain, after the barriers
   static constexpr int kProducerWarps = {producer_warps};  // TMA core: 1, or 4 handing their registers to the consumers
   static constexpr int kGroups = {groups};
   static constexpr int kXStack = {xstack};  // X planes one wgmma covers (rules::wgmma_x_stack)
@@ -176,7 +177,7 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
   const ConvParams c = conv ? spec.conv : ConvParams{1, 1, 1, 1, 0, 0};
   const rules::ClusterShape cshape = rules::cluster_shape(t, spec.w, spec.x);
   const int out_bytes = rules::output_element_bytes(spec);
-  const int output_staging = rules::tma_output_staging_bytes(t, spec.w, spec.x, out_bytes);
+  const int output_staging = tma ? rules::tma_spec_output_staging_bytes(t, spec) : 0;
 
   auto flat = [](const std::vector<std::vector<int>>& per_pair) {  // [s][t] -> s * q + t
     std::vector<int> v;
@@ -196,7 +197,8 @@ GeneratedSource generate(const KernelSpec& spec, const std::string& arch) {
       fmt::arg("core", core), fmt::arg("cluster", t.cluster),
       fmt::arg("cluster_m", cshape.m), fmt::arg("cluster_n", cshape.n),
       fmt::arg("output_staging", output_staging),
-      fmt::arg("staging_whole", rules::tma_output_staged_whole(t, spec.w, spec.x, out_bytes) ? "true" : "false"),
+      fmt::arg("code_staging", tma ? rules::apmm_code_staging_bytes(t, spec.epilogue) : 0),
+      fmt::arg("staging_whole", output_staging > 0 && rules::tma_output_staged_whole(t, spec.w, spec.x, out_bytes) ? "true" : "false"),
       fmt::arg("producer_warps", rules::tma_producer_warps(t, spec.w, spec.x)),
       fmt::arg("launch_smem", tma ? rules::core_shared_bytes(spec, true) : 0),
       fmt::arg("threads_core", tma ? "GemmSm90aTma" : (t.halo ? "ConvSm90aHalo" : "GemmSm80")), fmt::arg("conv_core", wgmma ? "conv_sm90a" : "conv_sm80"),

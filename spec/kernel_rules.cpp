@@ -367,8 +367,6 @@ bool use_wgmma(const KernelSpec& spec, const std::string& arch) {
   // A wgmma core without an mma.sync form: only an explicit tile takes it while
   // APNN_DISABLE_WGMMA is set (the untuned choice and apnn tune then leave it out).
   if (spec.tile->halo) return true;
-  // The TMA core stores the plain int32 output only; the cp.async core runs every chain.
-  if (spec.op == Op::Apmm && !spec.epilogue.empty() && spec.tile->cluster > 1) return false;
   if (wgmma_disabled_by_env()) return false;
   const Tile& t = *spec.tile;
   return wgmma_tile_error(t, spec.w, spec.x).empty() && wgmma_core_bytes(t, spec) <= kMaxSharedBytes;
@@ -404,7 +402,7 @@ bool choose_wgmma_warps(Tile* t, const OperandFormat& w, const OperandFormat& x)
 int core_shared_bytes(const KernelSpec& spec, bool wgmma_core) {
   const Tile& t = *spec.tile;
   if (t.halo) return static_cast<int>(halo_shared_bytes(spec, 0, HaloGeometry{}));  // without W and stages: they need C
-  if (t.cluster > 1) return tma_shared_bytes(t, spec.w, spec.x, output_element_bytes(spec));
+  if (t.cluster > 1) return tma_spec_shared_bytes(t, spec);
   return wgmma_core ? wgmma_core_bytes(t, spec) : kernel_shared_bytes(t, spec);
 }
 
@@ -474,11 +472,19 @@ int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat&
   return wgmma_shared_bytes(t, w, x) + tma_output_staging_bytes(t, w, x, out_bytes) + kTmaBarrierBytes;
 }
 
+int tma_spec_output_staging_bytes(const Tile& t, const KernelSpec& spec) {
+  return spec.epilogue.empty() ? tma_output_staging_bytes(t, spec.w, spec.x, output_element_bytes(spec)) : 0;
+}
+
+int tma_spec_shared_bytes(const Tile& t, const KernelSpec& spec) {
+  return wgmma_shared_bytes(t, spec.w, spec.x) + tma_spec_output_staging_bytes(t, spec) + kTmaBarrierBytes +
+         apmm_code_staging_bytes(t, spec.epilogue);
+}
+
 std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
   if (t.cluster == 1) return {};
   const std::string field = fmt::format("tile.cluster {}", t.cluster);
   if (spec.op != Op::Apmm) return field + " (the TMA core) is for op apmm only";
-  if (!spec.epilogue.empty()) return field + " (the TMA core) has the plain output only (int32 or int16): no epilogue chain";
   if (t.bk != 1024 && t.bk != 512)
     return fmt::format("{} needs bk 1024 or 512 (one 128- or 64-byte TMA row per operand row), got {}", field, t.bk);
   if (std::string why = wgmma_tile_error(t, spec.w, spec.x); !why.empty()) return field + ": " + why;
@@ -493,7 +499,7 @@ std::string tma_tile_error(const Tile& t, const KernelSpec& spec) {
                        field, c.m, 8 * c.m, t.bn);
   if (const int threads = block_threads(t, spec.w, spec.x); threads > kMaxThreads)
     return fmt::format("{} adds producer warps: {} warps exceed {} threads per block", field, threads / 32, kMaxThreads);
-  if (const int bytes = tma_shared_bytes(t, spec.w, spec.x, output_element_bytes(spec)); bytes > kMaxSharedBytes)
+  if (const int bytes = tma_spec_shared_bytes(t, spec); bytes > kMaxSharedBytes)
     return fmt::format("{}: tile needs {} bytes of shared memory with alignment and barriers, limit {}", field, bytes,
                        kMaxSharedBytes);
   return {};

@@ -234,6 +234,10 @@ inline constexpr int kTmaStagingBoxBytes = 64 * 128;  // one bulk store: 64 rows
 bool tma_output_staged_whole(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes);
 // Pipeline, output staging and barriers.
 int tma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x, int out_bytes = 4);
+// For a spec on the TMA core: the output staging of its plain output (a chain's values are stored
+// directly), and a quantize chain's codes after the barriers (apmm_code_staging_bytes).
+int tma_spec_output_staging_bytes(const Tile& t, const KernelSpec& spec);
+int tma_spec_shared_bytes(const Tile& t, const KernelSpec& spec);
 // The bytes of an element of the spec's plain output: 2 for "output": "int16", else 4; and
 // its name ("int16", "int32") for messages.
 int output_element_bytes(const KernelSpec& spec);
@@ -250,7 +254,7 @@ int64_t max_reduction(const KernelSpec& spec);
 // output; a single product must fit int16): checked by the parser and again by the generator,
 // for specs built in code.
 std::string output_error(const KernelSpec& spec);
-// Empty for cluster 1; otherwise why the TMA core cannot run the tile (op apmm, no epilogue,
+// Empty for cluster 1; otherwise why the TMA core cannot run the tile (op apmm, a chain or not,
 // bk 1024 or 512, a wgmma tile, whole 8-row atoms in each block's part of a shared tile), naming
 // the field.
 std::string tma_tile_error(const Tile& t, const KernelSpec& spec);

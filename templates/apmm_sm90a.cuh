@@ -1,9 +1,9 @@
 // APMM on the sm_90a wgmma core: the operands and the epilogue arithmetic of apmm_sm80.cuh
 // (ApmmProblem, whose accumulator fragment has the same shape), with the X tile loaded
-// in the wgmma core's swizzled K-major layout. Fused chains run on the cp.async core only
-// (rules::use_wgmma: the TMA core stores the plain int32 output): a chain without a quantize
-// through store(); a quantize chain through epilogue.cuh's quantized_store, its codes staged
-// in a region of their own after the pipeline (rules::apmm_code_staging_bytes), so that the
+// in the wgmma core's swizzled K-major layout. On both wgmma cores a fused chain without a
+// quantize stores through store(); a quantize chain through epilogue.cuh's quantized_store, its
+// codes staged in a region of their own after the pipeline (rules::apmm_code_staging_bytes;
+// on the TMA core after its barriers, synchronized by the consumer warps alone), so that the
 // persistent block's next tile keeps loading meanwhile.
 #pragma once
 #include "apmm_sm80.cuh"
@@ -32,6 +32,11 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // (store_staged<true>; session 18: w1a1 1.03-1.05x, and w1a2's 128x128 tile keeps 4 stages), and
   // uses the slot only where it has none.
   static constexpr int kStagingBytes = 2 * 64 * 128;  // per warpgroup
+  static constexpr bool kTmaCore = T::kClusterM * T::kClusterN > 1;  // gemm_sm90a_tma.cuh
+  // A quantize chain's codes (store): after the cp.async core's pipeline, or after the TMA
+  // core's pipeline, output staging and barriers (GemmSm90aTma::kCodesOffset, which checks it).
+  static constexpr int kCodesOffsetBytes =
+      kTmaCore ? (Core90::kSmemBytes + T::kOutputStagingBytes + 2 * T::kStages * 8 + 8 + 15) / 16 * 16 : Core90::kSmemBytes;
   static constexpr int kWarpgroups = T::kWarpsM * T::kWarpsN / 4;
   using E = typename T::Epi;
   static constexpr bool kTmaStore = E::kPlain && Core90::kWN == 256 && Core90::kStageBytes >= kWarpgroups * kStagingBytes;
@@ -99,7 +104,7 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // w1a2 8192^3 267.07 -> 246.31 us, w1a3 and w1a4 1.13-1.24x at 1024^3 to 8192x4096^2 (session 16,
   // device call 9). The cp.async core keeps the epilogue's loads: its 8x2 w1a2 tile at
   // 1024x4096x4096 was 4% slower with them at the tile's start (same call).
-  static constexpr bool kTermsAtTileStart = T::kClusterM * T::kClusterN > 1;  // the TMA core
+  static constexpr bool kTermsAtTileStart = kTmaCore;
   // With a 16-bit output only a term's low 16 bits matter, so lane l holds the terms of
   // columns 2l and 2l + 1 of each 64 as one word, and a thread's column pair takes one
   // shuffle instead of two.
@@ -160,10 +165,16 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
                                         int tig) const {
     if constexpr (E::kStaged) {
       // The codes go to their own region after the pipeline, which the next tile is filling;
-      // with one M tile the column sums are stored (rules::quantize_sums_stored).
+      // with one M tile the column sums are stored (rules::quantize_sums_stored). On the TMA
+      // core only the consumer warps synchronize.
+      // A TMA cluster's tile may lie wholly past M (its pair shares the X tile): it would pack
+      // its zero codes into the next pixel's words and store zero sums over the real ones. The
+      // whole block skips it, barriers included.
+      if (kTmaCore && m_base / T::kBM * T::kBM >= this->M) return;
       StagedTile tile{*this, n_base / T::kBN * T::kBN};
-      tile.smem = this->smem + Core90::kSmemBytes / 4;
-      quantized_store<T, Core80, false, true>(tile, acc, m_base, n_base, g, tig, m_base / T::kBM * T::kBM, n_base / T::kBN);
+      tile.smem = this->smem + kCodesOffsetBytes / 4;
+      quantized_store<T, Core80, false, true, kTmaCore ? kTmaConsumersBarrier : 0, kTmaCore ? Core80::kThreads : 0>(
+          tile, acc, m_base, n_base, g, tig, m_base / T::kBM * T::kBM, n_base / T::kBN);
       return;
     }
     using Out = typename E::Out;  // Final, or i16 for the plain int16 output

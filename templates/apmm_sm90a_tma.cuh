@@ -1,7 +1,8 @@
 // APMM on the TMA-fed wgmma core (gemm_sm90a_tma.cuh): a cluster of blocks shares operand
-// tiles through multicast. The epilogue is ApmmProblemSm90a's (plain int32 or int16 output,
-// staged bulk stores of the whole tile where T::kOutputStagingBytes says so, else of a
-// pipeline slot where its kTmaStore does, when the runner passes the output's map);
+// tiles through multicast. The epilogue is ApmmProblemSm90a's: a chain's values or codes, or
+// the plain int32 or int16 output (staged bulk stores of the whole tile where
+// T::kOutputStagingBytes says so, else of a pipeline slot where its kTmaStore does, when the
+// runner passes the output's map);
 // the operands reach the core as tensor maps that the runner encodes over the packed planes
 // (engine/apmm_runner.cpp), so the problem's operand pointers stay null.
 #pragma once

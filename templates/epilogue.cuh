@@ -163,7 +163,18 @@ __device__ __forceinline__ typename E::Pooled pool_window(const typename E::Stag
 // region of its own (the persistent wgmma APMM core's, apmm_sm90a.cuh). kStoreSums: where one
 // M tile holds all O channels, the per-pixel sums are stored rather than added to zeroed
 // memory (rules::quantize_sums_stored says when the runner skips the memset).
-template <class T, class Core, bool kInPipeline = true, bool kStoreSums = false, class P, class Acc>
+// kBarrierThreads: 0 synchronizes the whole block; else named barrier kBarrierId of that many
+// threads, the warps that compute (the TMA core's producer warps do not take part).
+template <int kBarrierId, int kBarrierThreads>
+__device__ __forceinline__ void epilogue_barrier() {
+  if constexpr (kBarrierThreads == 0)
+    __syncthreads();
+  else
+    asm volatile("bar.sync %0, %1;\n" ::"n"(kBarrierId), "n"(kBarrierThreads) : "memory");
+}
+
+template <class T, class Core, bool kInPipeline = true, bool kStoreSums = false, int kBarrierId = 0,
+          int kBarrierThreads = 0, class P, class Acc>
 __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
                                                 int m0, int col) {
   using E = typename T::Epi;
@@ -215,7 +226,7 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
         }
     }
   if constexpr (kInPipeline) ptx::cp_async_wait<0>();
-  __syncthreads();  // every warp is done with the pipeline's buffers, or with the last tile's codes
+  epilogue_barrier<kBarrierId, kBarrierThreads>();  // every warp is done with the pipeline's buffers, or the last tile's codes
 #pragma unroll
   for (int mi = 0; mi < Core::kMI; ++mi)
 #pragma unroll
@@ -227,7 +238,7 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
           const int r = m_base - m0 + mi * 16 + g + half * 8, c = n_base - col * T::kBN + ni * 8 + 2 * tig + e;
           codes[c * kLd + r] = static_cast<unsigned char>(code[mi][ni] >> (8 * (half * 2 + e)));
         }
-  __syncthreads();
+  epilogue_barrier<kBarrierId, kBarrierThreads>();
   u32* planes = static_cast<u32*>(prob.epi.out);
   const i64 plane_words = static_cast<i64>(prob.out_hw) * prob.out_cw;
   // Tile column c's 32 rows from chunk*32 into each plane's word of output pixel q; then

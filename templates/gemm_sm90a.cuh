@@ -37,6 +37,10 @@
 
 namespace apnn {
 
+// The TMA core's named barrier of all its consumer warps (its producer warps take no part;
+// 1..4 are the warpgroups' stores).
+inline constexpr int kTmaConsumersBarrier = 8;
+
 template <class T>
 struct GemmSm90a {
   static constexpr int kThreads = 32 * T::kWarpsM * T::kWarpsN;

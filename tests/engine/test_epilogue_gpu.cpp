@@ -239,6 +239,43 @@ TEST_CASE("apmm chains on warpgroup tiles: the wgmma core's stores and staged co
   std::printf("epilogue apmm chains on warpgroup tiles: %d cases exact\n", cases);
 }
 
+TEST_CASE("apmm chains on the TMA core (tile.cluster 2): per-element ops and staged codes behind the consumers' barrier") {
+  if (skipped_without_sm90a("TMA core")) return;
+  TempCache cache;
+  Engine engine;
+  // templates/apmm_sm90a.cuh: a chain's values are stored from registers; a quantize chain's
+  // codes are staged after the core's barriers and synchronized by its consumer warps only
+  // (the producer warps keep loading the next patch). w1a2 128x128 and 128x64, w2a2 128x64 and
+  // its 128x96 with a producer warpgroup; more patches than the grid has clusters; one M tile.
+  const char* const chains[] = {
+      R"([{"op":"scale_bias"},{"op":"relu"}])",
+      R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])",
+      R"([{"op":"scale_bias"},{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])",
+      R"([{"op":"relu"},{"op":"scale_bias"},{"op":"quantize","bits":3,"enc":"pm1","scale":"per_channel"}])",
+  };
+  const struct { const OperandFormat* p; Tile t; } tiles[] = {{kPrecisions[0], {128, 128, 1024, 3, 8, 1, 2}},
+                                                              {kPrecisions[0], {128, 64, 1024, 4, 8, 1, 2}},
+                                                              {kPrecisions[1], {128, 64, 1024, 4, 8, 1, 2}},
+                                                              {kPrecisions[1], {128, 96, 1024, 3, 8, 1, 2}}};
+  const ApmmShape shapes[] = {{333, 517, 3000}, {1000, 3000, 2100}, {100, 517, 1000}};
+  int cases = 0;
+  uint64_t seed = 1700;
+  for (const char* c : chains)
+    for (const auto& pt : tiles)
+      for (const ApmmShape& sh : shapes) {
+        KernelSpec s;
+        s.w = pt.p[0];
+        s.x = pt.p[1];
+        s.epilogue = parse_epilogue(nlohmann::json::parse(c), false, "test");
+        s.tile = pt.t;
+        REQUIRE(rules::tma_tile_error(pt.t, canonicalize(s)).empty());
+        CHECK(rules::core_family(canonicalize(s), "sm_90a") == "wgmma-tma");
+        expect_exact(verify_apmm(engine, s, sh, ++seed, 0));
+        ++cases;
+      }
+  std::printf("epilogue apmm chains on the TMA core: %d cases exact\n", cases);
+}
+
 TEST_CASE("a quantized layer's packed output is the next layer's input, without repacking") {
   TempCache cache;
   Engine engine;

@@ -381,9 +381,9 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
     CHECK_FALSE(apnn::rules::wgmma_tile_error(*s.tile, s.w, s.x).empty());
     CHECK(contains(apnn::generate(s, "sm_90a").source, "apnn::apmm_sm80<Traits>("));
   }
-  // An APMM chain runs on the cp.async wgmma core (the TMA core stores the plain int32 output
-  // only: a cluster with a chain is refused by the spec), with or without a quantize; the
-  // Epi struct says whether the output is plain, which keeps the bulk-stored boxes off chains.
+  // An APMM chain runs on the cp.async wgmma core without a cluster (and on the TMA core with
+  // one), with or without a quantize; the Epi struct says whether the output is plain, which
+  // keeps the bulk-stored boxes off chains.
   KernelSpec fused = apnn::parse_spec_text(
       R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","epilogue":[{"op":"scale_bias"},{"op":"relu"}],
           "tile":{"bm":128,"bn":128,"bk":1024,"stages":4,"warps_m":8,"warps_n":1}})",
@@ -402,9 +402,18 @@ TEST_CASE("generator: on sm_90a, APMM tiles that suit the wgmma core get it; eve
   KernelSpec plain = fused;
   plain.epilogue.ops.clear();
   CHECK(contains(apnn::generate(apnn::canonicalize(plain), "sm_90a").source, "kPlain = true"));
+  // With a cluster, the TMA core: a chain stages no output, a quantize its codes after the
+  // barriers (rules::apmm_code_staging_bytes: 128 columns of 128 + 16 rows).
   KernelSpec clustered = fused;
   clustered.tile->cluster = 2;
-  CHECK_FALSE(apnn::rules::use_wgmma(clustered, "sm_90a"));
+  CHECK(apnn::rules::use_wgmma(clustered, "sm_90a"));
+  const std::string tma_fused = apnn::generate(apnn::canonicalize(clustered), "sm_90a").source;
+  CHECK(contains(tma_fused, "apnn::apmm_sm90a_tma<Traits>("));
+  CHECK(contains(tma_fused, "kOutputStagingBytes = 0;"));
+  CHECK(contains(tma_fused, "kCodeStagingBytes = 0;"));
+  KernelSpec tma_quantized = quantized;
+  tma_quantized.tile->cluster = 2;
+  CHECK(contains(apnn::generate(apnn::canonicalize(tma_quantized), "sm_90a").source, "kCodeStagingBytes = 18432;"));
   // APConv: the same rule, with or without a chain.
   const KernelSpec conv = apnn::parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"stride":[1,1],"pad":[1,1],

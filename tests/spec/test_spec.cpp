@@ -827,7 +827,7 @@ TEST_CASE("spec: apconv canonical JSON carries the geometry and round-trips") {
   CHECK_FALSE(mm.contains("pad"));
 }
 
-TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile of bk 1024 or 512 without a chain") {
+TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile of bk 1024 or 512") {
   const json tma = {{"bm", 128}, {"bn", 128}, {"bk", 1024}, {"stages", 4}, {"warps_m", 8}, {"warps_n", 1}, {"cluster", 2}};
   const KernelSpec s = apnn::parse_spec(with_tile(base_spec(), tma), kOrigin);
   REQUIRE(s.tile);
@@ -863,9 +863,23 @@ TEST_CASE("spec: tile.cluster is 1, 2, 4 or 8; clusters need an apmm wgmma tile 
   conv["op"] = "apconv";
   conv["kernel"] = {3, 3};
   expect_rejected(conv, {"tile.cluster 2", "apmm"});
+  // A chain's values are stored directly (no output staging); a quantize chain's codes lie
+  // after the barriers (apmm_code_staging_bytes: bn x (bm + 16) bytes), which w1a1's 128x256
+  // tile with 4 stages has no room for.
   json chain = with_tile(base_spec(), tma);
   chain["epilogue"] = json::array({{{"op", "relu"}}});
-  expect_rejected(chain, {"tile.cluster 2", "epilogue"});
+  const KernelSpec relu = apnn::parse_spec(chain, kOrigin);
+  CHECK(apnn::rules::tma_spec_output_staging_bytes(*relu.tile, relu) == 0);
+  CHECK(apnn::rules::tma_output_staging_bytes(*s.tile, s.w, s.x) == 2 * 2 * 8192);  // the plain output: two boxes a warpgroup
+  CHECK(apnn::rules::tma_spec_shared_bytes(*relu.tile, relu) == apnn::rules::tma_spec_shared_bytes(*s.tile, s) - 2 * 2 * 8192);
+  chain["epilogue"] = json::array({{{"op", "scale_bias"}}, {{"op", "relu"}}, {{"op", "quantize"}, {"bits", 2}, {"enc", "unsigned"}}});
+  const KernelSpec q2 = apnn::parse_spec(chain, kOrigin);
+  CHECK(apnn::rules::tma_spec_shared_bytes(*q2.tile, q2) == apnn::rules::tma_spec_shared_bytes(*relu.tile, relu) + 128 * 144);
+  json wide = with_tile(base_spec(1, "unsigned", 1, "unsigned"),
+                        {{"bm", 128}, {"bn", 256}, {"bk", 1024}, {"stages", 4}, {"warps_m", 8}, {"warps_n", 1}, {"cluster", 2}});
+  CHECK(apnn::parse_spec(wide, kOrigin).tile->stages == 4);
+  wide["epilogue"] = chain["epilogue"];
+  expect_rejected(wide, {"tile.cluster 2", "shared memory"});
   // Cluster 2 shares the operand tile with more rows; each block loads half of it, which
   // must be whole 8-row atoms.
   const OperandFormat w1{1, Encoding::Unsigned}, a1{1, Encoding::Unsigned}, w2{2, Encoding::Signed}, a2{2, Encoding::Unsigned};
