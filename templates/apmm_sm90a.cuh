@@ -166,10 +166,9 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
     if constexpr (E::kStaged) {
       // The codes go to their own region after the pipeline, which the next tile is filling;
       // with one M tile the column sums are stored (rules::quantize_sums_stored). On the TMA
-      // core only the consumer warps synchronize.
-      // A TMA cluster's tile may lie wholly past M (its pair shares the X tile): it would pack
-      // its zero codes into the next pixel's words and store zero sums over the real ones. The
-      // whole block skips it, barriers included.
+      // core only the consumer warps synchronize, and a cluster's tile may lie wholly past M
+      // (its pair shares the X tile): it would pack its zero codes into the next pixel's words
+      // and store zero sums over the real ones, so the whole block skips it, barriers included.
       if (kTmaCore && m_base / T::kBM * T::kBM >= this->M) return;
       StagedTile tile{*this, n_base / T::kBN * T::kBN};
       tile.smem = this->smem + kCodesOffsetBytes / 4;
