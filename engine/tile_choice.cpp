@@ -221,8 +221,8 @@ namespace {
 // Whether cluster tile c2, the cp.async core's tile shape, beats that core: from a wave of its
 // tiles (w8a8 128x1024x1024, 128 tiles of 128x8: 7.83-7.89 us on the cp.async core, 8.54 with a
 // cluster; session 39, call 3), and where its consumers hold the accumulators without
-// spilling: kMaxAccumulatorRegs or fewer (above rules::kTmaOneWarpUnstackedRegs in sets that
-// one wgmma does not stack, a producer warpgroup gives them 232 registers:
+// spilling: kMaxAccumulatorRegs or fewer (above rules::kTmaOneWarpUnstackedRegs in merged sets,
+// where a set per plane pair would not fit 128, a producer warpgroup gives them 232 registers:
 // rules::tma_producer_warps), or one wgmma for all q planes. With one producer warp the tiles
 // above 96 registers spilled and lost (session 39, call 5); with the warpgroup they won (session
 // 41, call 2, apnn verify, exact, us, cp.async against cluster): unsigned w4a5 128x32 with 128
@@ -396,8 +396,8 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
     Tile wt;
     if (rules::wgmma_tile(&wt, s.w, s.x) && rules::wgmma_shared_bytes(wt, s.w, s.x) <= t.max_smem &&
         2 * tile_count(p, wt.bm, wt.bn) >= t.sm_count) {
-      // A fused chain runs on the cp.async core: on the TMA core (an explicit tile) its
-      // quantized store, which idles the tensor pipe, lost for w1a2 (session 41, call 7: apnn
+      // A fused chain runs on the cp.async core: on the TMA core (an explicit tile; its
+      // quantize chains spill 64-88 bytes at 168 registers) its quantized store lost for w1a2 (session 41, call 7: apnn
       // verify, w1a2 + bn+relu+q2, 1024x4096x4096 21.7-21.9 us here, 26.9-27.3 on 128x128 or
       // 128x64 cluster tiles; 8192x4096x4096 128.7-128.9 against 152.8-168.8) and won for w2a2
       // only on 128x96 (29.0 against 30.0 and 168.5 against 202.4-204.8).

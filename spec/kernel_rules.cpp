@@ -147,12 +147,10 @@ int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandForma
   if (t.warps_m * t.warps_n != 8 || accumulator_regs(t, w.bits * x.bits) <= kMaxAccumulatorRegs) return 1;
   const int regs = accumulator_regs(t, held_sets(t, w, x));
   if (regs > kMaxAccumulatorRegs) return 4;
-  // Sets that one wgmma does not stack spilled above kTmaOneWarpUnstackedRegs at 168 registers
-  // (folded sets stack: a W plane's q sets are one wgmma).
-  const PlaneGroups exact = plane_groups(w, x);
-  return regs > kTmaOneWarpUnstackedRegs && !folds_exact_sets(t, w, x, exact) && wgmma_x_stack(t, w, x, exact) < x.bits
-             ? 4
-             : 1;
+  // Merged sets (fewer than the plane pairs, so a wgmma per X plane) spilled above
+  // kTmaOneWarpUnstackedRegs at 168 registers; folded sets stack (a W plane's q sets are one
+  // wgmma) and did not.
+  return regs > kTmaOneWarpUnstackedRegs && !folds_sets(t, w, x) ? 4 : 1;
 }
 
 int block_threads(const Tile& t, const OperandFormat& w, const OperandFormat& x) {

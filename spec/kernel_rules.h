@@ -128,7 +128,7 @@ inline constexpr int kWgmmaSmemSlack = 1024;
 std::string wgmma_tile_error(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 int wgmma_shared_bytes(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // Whether the generator emits the wgmma core for a canonical spec on `arch`: sm_90a, APMM or
-// APConv with any chain (an APMM chain on the cp.async core: cluster 1), a tile that suits it
+// APConv with any chain (with a cluster, an APMM chain on the TMA core), a tile that suits it
 // (with a chain's staging and an APConv's column table in shared memory), and the variable
 // APNN_DISABLE_WGMMA unset or "0" (the mma.sync core then runs the same tile, for comparisons).
 bool use_wgmma(const KernelSpec& spec, const std::string& arch);
@@ -209,8 +209,10 @@ inline constexpr int kTmaOneWarpUnstackedRegs = 96;
 // Producer warps of the TMA core (templates/gemm_sm90a_tma.cuh): 0 off it, 4 where 8 consumer
 // warps hold more than kMaxAccumulatorRegs accumulators (plane_groups' sets: the kernel's
 // own sets are those, or one set per pair only where they fit kMaxAccumulatorRegs, or q + 1
-// where it folds them: folds_sets), or more than kTmaOneWarpUnstackedRegs in sets that one
-// wgmma does not stack, else 1.
+// where it folds them: folds_sets), or, where a set per plane pair would not fit
+// kMaxAccumulatorRegs, more than kTmaOneWarpUnstackedRegs in merged sets that it does not fold
+// (these never stack: a wgmma per X plane), else 1. Tiles whose pair sets fit 128 registers
+// keep one warp (w1a8 128x32, w1a4 128x64: no spills).
 int tma_producer_warps(const Tile& t, const OperandFormat& w, const OperandFormat& x);
 // Threads of a block running the tile: its warps, and the TMA core's producer warps.
 int block_threads(const Tile& t, const OperandFormat& w, const OperandFormat& x);

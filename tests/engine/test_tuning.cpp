@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <tuple>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -732,12 +733,14 @@ TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's t
     CHECK(std::count(h100.begin(), h100.end(), tma) == 1);
   }
   // Every legal TMA tile: a producer warpgroup exactly where 8 consumer warps hold the
-  // kernel's accumulator sets in more than 128 registers, or in more than 96 where one wgmma
-  // does not stack all q X planes and a set per plane pair would not fit 128 (the generator,
-  // the launch and the register budget all follow rules::tma_producer_warps).
-  for (auto [p, q] : {std::pair{1, 2}, {2, 2}, {1, 4}, {2, 4}, {4, 4}, {2, 8}}) {
+  // kernel's accumulator sets in more than 128 registers, or in more than 96 of merged sets
+  // (unfolded, where a set per plane pair would not fit 128) (the generator, the launch and the
+  // register budget all follow rules::tma_producer_warps).
+  // Unsigned x unsigned pairs merge sets of equal weight (fewer sets than pairs).
+  for (auto [p, q, u] : {std::tuple{1, 2, false}, {2, 2, false}, {1, 4, false}, {2, 4, false}, {4, 4, false}, {2, 8, false},
+                         {2, 3, true}, {4, 5, true}}) {
     KernelSpec s;
-    s.w = {p, p > 1 ? Encoding::Signed : Encoding::Pm1};
+    s.w = {p, u ? Encoding::Unsigned : (p > 1 ? Encoding::Signed : Encoding::Pm1)};
     s.x = {q, Encoding::Unsigned};
     for (const Tile& t : legal_tiles(s, "sm_90a", limit)) {
       if (t.cluster == 1) continue;
@@ -746,10 +749,8 @@ TEST_CASE("legal_tiles: every candidate fits its core's launch; the TMA core's t
       const rules::PlaneGroups g = rules::kernel_plane_groups(s, "sm_90a");
       const int regs = rules::accumulator_regs(t, g.folded ? q + 1 : static_cast<int>(g.weight.size()));
       INFO(canonical_json(s), " accumulators ", regs);
-      const bool stacked = rules::wgmma_x_stack(t, s.w, s.x, g) == q;
       CHECK((rules::tma_producer_warps(t, s.w, s.x) == 4) ==
-            (t.warps_m * t.warps_n == 8 &&
-             (regs > 128 || (regs > 96 && !stacked && rules::accumulator_regs(t, p * q) > 128))));
+            (t.warps_m * t.warps_n == 8 && (regs > 128 || (regs > 96 && !g.folded && rules::accumulator_regs(t, p * q) > 128))));
       CHECK(regs <= rules::kTmaMaxAccumulatorRegs);
     }
   }

@@ -989,7 +989,11 @@ TEST_CASE("rules: the TMA core's wide tiles (bn 96, 192) take a producer warpgro
   CHECK(tma_producer_warps(Tile{128, 32, 1024, 4, 8, 1, 2}, u2, u6) == 4);
   CHECK(tma_producer_warps(Tile{128, 16, 1024, 4, 8, 1, 2}, u2, u6) == 1);  // 7 sets of 8: 56
   CHECK(tma_producer_warps(Tile{128, 32, 512, 4, 8, 1, 2}, u5, u2) == 1);   // 6 sets of 16: exactly 96
-  CHECK(tma_producer_warps(Tile{128, 64, 1024, 4, 8, 1, 2}, w2, a2) == 1);  // 128, stacked (N = 128)
+  CHECK(tma_producer_warps(Tile{128, 64, 1024, 4, 8, 1, 2}, w2, a2) == 1);  // a set per pair fits 128
+  // Folded sets stack: signed w2a7 x signed 128x32/512 holds 128 registers and keeps one warp.
+  const OperandFormat s2{2, Encoding::Signed}, s7{7, Encoding::Signed};
+  CHECK(apnn::rules::folds_sets(Tile{128, 32, 512, 3, 8, 1, 2}, s2, s7));
+  CHECK(tma_producer_warps(Tile{128, 32, 512, 3, 8, 1, 2}, s2, s7) == 1);
   CHECK(tma_producer_warps(Tile{64, 64, 1024, 4, 4, 1, 2}, u2, u3) == 1);   // one warpgroup: 255 a thread
   // 16 consumer warps and a producer warp exceed 512 threads.
   KernelSpec w1a1;
