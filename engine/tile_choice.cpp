@@ -397,10 +397,11 @@ Tile untuned_default_core_tile(const KernelSpec& s, const Problem& p, const Targ
     if (rules::wgmma_tile(&wt, s.w, s.x) && rules::wgmma_shared_bytes(wt, s.w, s.x) <= t.max_smem &&
         2 * tile_count(p, wt.bm, wt.bn) >= t.sm_count) {
       // A fused chain runs on the cp.async core: on the TMA core (an explicit tile; its
-      // quantize chains spill 64-88 bytes at 168 registers) its quantized store lost for w1a2 (session 41, call 7: apnn
-      // verify, w1a2 + bn+relu+q2, 1024x4096x4096 21.7-21.9 us here, 26.9-27.3 on 128x128 or
-      // 128x64 cluster tiles; 8192x4096x4096 128.7-128.9 against 152.8-168.8) and won for w2a2
-      // only on 128x96 (29.0 against 30.0 and 168.5 against 202.4-204.8).
+      // quantize chains spill 64-88 bytes at 168 registers) its quantized store lost for w1a2
+      // (session 41, call 7: apnn verify, w1a2 + bn+relu+q2, 1024x4096x4096 21.7-21.9 us here,
+      // 26.9-27.3 on 128x128 or 128x64 cluster tiles; 8192x4096x4096 128.7-128.9 against
+      // 152.8-168.8) and won for w2a2 only on 128x96 (29.0 against 30.0 and 168.5 against
+      // 202.4-204.8).
       // w1a2 + bn+relu+q2 (session 20, device call 3, H200): this 128x128 tile with two
       // warpgroups along N 22.10 us at 1024x4096x4096 and 137.42 at 8192x4096x4096, the
       // heuristic's 8x1 warps 24.78 and 148.99 (128x64: 26.97, 168.05).

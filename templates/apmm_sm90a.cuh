@@ -34,9 +34,8 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   static constexpr int kStagingBytes = 2 * 64 * 128;  // per warpgroup
   static constexpr bool kTmaCore = T::kClusterM * T::kClusterN > 1;  // gemm_sm90a_tma.cuh
   // A quantize chain's codes (store): after the cp.async core's pipeline, or after the TMA
-  // core's pipeline, output staging and barriers (GemmSm90aTma::kCodesOffset, which checks it).
-  static constexpr int kCodesOffsetBytes =
-      kTmaCore ? (Core90::kSmemBytes + T::kOutputStagingBytes + 2 * T::kStages * 8 + 8 + 15) / 16 * 16 : Core90::kSmemBytes;
+  // core's pipeline, output staging and barriers.
+  static constexpr int kCodesOffsetBytes = kTmaCore ? tma_codes_offset<T>() : Core90::kSmemBytes;
   static constexpr int kWarpgroups = T::kWarpsM * T::kWarpsN / 4;
   using E = typename T::Epi;
   static constexpr bool kTmaStore = E::kPlain && Core90::kWN == 256 && Core90::kStageBytes >= kWarpgroups * kStagingBytes;

@@ -42,6 +42,16 @@ namespace apnn {
 inline constexpr int kTmaConsumersBarrier = 8;
 
 template <class T>
+struct GemmSm90a;
+// Where the TMA core (gemm_sm90a_tma.cuh) puts a quantize chain's codes, 16-byte aligned: after
+// the pipeline, the output staging (T::kOutputStagingBytes), 2*kStages mbarriers and the
+// timeline's word. ApmmProblemSm90a stores them there.
+template <class T>
+constexpr int tma_codes_offset() {
+  return (GemmSm90a<T>::kSmemBytes + T::kOutputStagingBytes + 2 * T::kStages * 8 + 8 + 15) / 16 * 16;
+}
+
+template <class T>
 struct GemmSm90a {
   static constexpr int kThreads = 32 * T::kWarpsM * T::kWarpsN;
   static constexpr int kWgN = T::kWarpsN;                  // warpgroups along N

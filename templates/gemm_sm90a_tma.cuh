@@ -51,9 +51,8 @@ struct GemmSm90aTma {
   // The pipeline, the output staging (T::kOutputStagingBytes, 0 where the output is stored
   // otherwise), then 2*kStages mbarriers and a word for the timeline's record index
   // (timeline.cuh; host: rules::kTmaBarrierBytes covers 15 stages and the word), then a
-  // quantize chain's codes (T::kCodeStagingBytes, 16-byte aligned: ApmmProblemSm90a).
-  static constexpr int kCodesOffset = (Base::kSmemBytes + T::kOutputStagingBytes + 2 * T::kStages * 8 + 8 + 15) / 16 * 16;
-  static constexpr int kSmemBytes = kCodesOffset + T::kCodeStagingBytes;
+  // quantize chain's codes (T::kCodeStagingBytes at tma_codes_offset).
+  static constexpr int kSmemBytes = tma_codes_offset<T>() + T::kCodeStagingBytes;
   static_assert(T::kBK == 1024 || T::kBK == 512, "TMA core: one 128- or 64-byte row per operand row and K step");
   static constexpr int kRowWords = Base::kRowWords;  // the TMA box's inner extent
   static_assert(T::kBM % (8 * kCN) == 0 && T::kBN % (8 * kCM) == 0, "TMA core: multicast parts must be whole 8-row atoms");
@@ -121,7 +120,6 @@ struct GemmSm90aTma {
   // describe the operands).
   template <class Problem>
   static __device__ __forceinline__ void run(u32* smem_raw, const TmaMap* wmap, const TmaMap* xmap, const Problem& prob) {
-    static_assert(Problem::kCodesOffsetBytes == kCodesOffset, "the problem's codes lie after this core's barriers");
     const u32 raw_addr = ptx::smem_addr(smem_raw);
     const u32 smem_base = raw_addr + ((1024u - (raw_addr & 1023u)) & 1023u);
     const u32 full0 = smem_base + T::kStages * kStageBytes + T::kOutputStagingBytes, empty0 = full0 + T::kStages * 8;
