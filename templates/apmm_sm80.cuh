@@ -30,20 +30,38 @@ struct ApmmProblem {
   }
 
   __device__ __forceinline__ bool column_valid(int c) const { return blockIdx.y * T::kBN + c < N; }
-  // epilogue.cuh's quantized_store reads a column once for all of a thread's rows; here a
-  // column is its index.
-  using Column = int;
-  __device__ __forceinline__ int column(int c) const { return c; }
-  __device__ __forceinline__ bool valid(int c) const { return column_valid(c); }
+  // epilogue.cuh's quantized_store reads a column once for all of a thread's rows: its index
+  // and its offset-weight term (xsum once a column, not once an output: session 42).
+  struct Column {
+    int c;
+    u32 term;
+  };
+  __device__ __forceinline__ Column column(int c) const { return column_at(c, blockIdx.y * T::kBN); }
+  __device__ __forceinline__ bool valid(const Column& col) const { return column_valid(col.c); }
+  // Tile column c of the tile whose first column is n0. The term's load has no branch (past
+  // N it reads column N - 1's, which valid() then rejects), so that a thread's loads all
+  // issue before the first is used: one latency, not one a column (session 42).
+  __device__ __forceinline__ Column column_at(int c, int n0) const {
+    Column col{c, 0u};
+    if (T::kOffsetW != 0) col.term = static_cast<u32>(T::kOffsetW) * static_cast<u32>(xsum[min(n0 + c, N - 1)]);
+    return col;
+  }
+  // The terms of row o: the offset-activation one and the constant.
+  __device__ __forceinline__ u32 row_term(int o) const {
+    u32 v = 0;
+    if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * static_cast<u32>(wsum[o]);
+    if (T::kOffsetW != 0 && T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(K);
+    return v;
+  }
 
   // The corrected int32 product of row o and tile column c (wrapping u32 arithmetic).
   template <class Acc>
   __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
-    u32 v = Core::combine(acc, mi, ni, e);
-    if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * static_cast<u32>(wsum[o]);
-    if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(xsum[blockIdx.y * T::kBN + c]);
-    if (T::kOffsetW != 0 && T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(K);
-    return v;
+    return value(acc, mi, ni, e, o, column(c));
+  }
+  template <class Acc>
+  __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, const Column& col) const {
+    return Core::combine(acc, mi, ni, e) + row_term(o) + col.term;
   }
 
   __device__ __forceinline__ void store(const i32 (&acc)[T::kGroups][Core::kMI][Core::kNI][4], int m_base, int n_base,

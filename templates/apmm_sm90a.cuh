@@ -67,16 +67,10 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   // columns, counted from the tile's first column n0 rather than from blockIdx.y.
   struct StagedTile : ApmmProblem<T> {
     int n0;
+    using Column = typename ApmmProblem<T>::Column;
     __device__ __forceinline__ bool column_valid(int c) const { return n0 + c < this->N; }
-    __device__ __forceinline__ bool valid(int c) const { return column_valid(c); }
-    template <class Acc>
-    __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
-      u32 v = Core80::combine(acc, mi, ni, e);
-      if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * load_nc(this->wsum + o);
-      if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * load_nc(this->xsum + n0 + c);
-      if (T::kOffsetW != 0 && T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(this->K);
-      return v;
-    }
+    __device__ __forceinline__ Column column(int c) const { return this->column_at(c, n0); }
+    __device__ __forceinline__ bool valid(const Column& col) const { return column_valid(col.c); }
   };
   // The chain's output of row m's corrected product v (v itself for the plain int32 output).
   __device__ __forceinline__ typename E::Final chained(u32 v, int m) const {

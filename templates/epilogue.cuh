@@ -105,6 +105,24 @@ struct ChannelThresholds {
     for (int k = 0; k < kSteps; ++k) n += y >= t[k] ? 1 : 0;
     return n;
   }
+  // q times the count (the code's place in code_table()) of accumulator y, by bisection over
+  // the ascending thresholds where there are 3 or 7: q compares where count() takes 2^q - 1
+  // and as many adds.
+  __device__ __forceinline__ u32 table_shift(i32 y) const {
+    constexpr u32 q = E::kQBits;
+    if constexpr (kSteps == 3) {
+      const bool b1 = y >= t[1];
+      const bool b0 = y >= (b1 ? t[2] : t[0]);
+      return (b1 ? 2 * q : 0u) + (b0 ? q : 0u);
+    } else if constexpr (kSteps == 7) {
+      const bool b2 = y >= t[3];
+      const bool b1 = y >= (b2 ? t[5] : t[1]);
+      const bool b0 = y >= (b2 ? (b1 ? t[6] : t[4]) : (b1 ? t[2] : t[0]));
+      return (b2 ? 4 * q : 0u) + (b1 ? 2 * q : 0u) + (b0 ? q : 0u);
+    } else {
+      return q * static_cast<u32>(count(y));
+    }
+  }
   __device__ __forceinline__ u32 code_of_count(i32 n) const {
     return static_cast<u32>(base + sign * min(n, steps)) & ((1u << E::kQBits) - 1u);
   }
@@ -187,18 +205,34 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   const int O = prob.a_rows;
   unsigned char* codes = reinterpret_cast<unsigned char*>(prob.smem);
   // Every code before the first shared store, so that no store separates the loads of a
-  // row's parameters (float path) or a column's table entry: each is loaded once, the rows'
-  // thresholds first, then per column the codes of the thread's rows.
+  // row's parameters (float path) or a column's term: each is loaded once, the rows'
+  // thresholds first, then per column the codes of the thread's rows. Rows past O are
+  // computed as row O - 1 (no per-output test, which took about half of an output's
+  // instructions: session 42) and their bits cleared where the words are packed.
+  const int o_last = O - 1;
   ChannelThresholds<E> th[Core::kMI][2];
+  // The rows' code tables (ChannelThresholds::code_table), shifted to each of the thread's
+  // two code bytes of the row where the table leaves room (q <= 2): one shift and one LOP3
+  // put a code into its byte.
+  constexpr bool kShiftedTables = E::kQThresholds && E::kQBits * (1 << E::kQBits) + 24 <= 32;
+  u32 table[Core::kMI][2][2];
   if constexpr (E::kQThresholds) {
 #pragma unroll
     for (int mi = 0; mi < Core::kMI; ++mi)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int o = m_base + mi * 16 + g + half * 8;
-        if (o < O) th[mi][half].load(prob.epi, o);
+        th[mi][half].load(prob.epi, min(m_base + mi * 16 + g + half * 8, o_last));
+        const u32 t = th[mi][half].code_table();
+#pragma unroll
+        for (int e = 0; e < 2; ++e) table[mi][half][e] = kShiftedTables ? t << (8 * (half * 2 + e)) : t;
       }
   }
+  // Every column handle before the first code (their loads in flight together).
+  typename P::Column columns[Core::kNI][2];
+#pragma unroll
+  for (int ni = 0; ni < Core::kNI; ++ni)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) columns[ni][e] = prob.column(n_base - col * T::kBN + ni * 8 + 2 * tig + e);
   // A thread's four codes of (mi, ni) share a register, byte half*2 + e: one register per
   // output spilled on the 128-register sm_90a tiles (session 19 review: 356-584 bytes).
   u32 code[Core::kMI][Core::kNI] = {};
@@ -206,22 +240,22 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   for (int ni = 0; ni < Core::kNI; ++ni)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const typename P::Column column = prob.column(n_base - col * T::kBN + ni * 8 + 2 * tig + e);
-      const bool column_ok = prob.valid(column);
+      const typename P::Column& column = columns[ni][e];
+      // Columns without a pixel keep zero bits.
+      if (!prob.valid(column)) continue;
 #pragma unroll
       for (int mi = 0; mi < Core::kMI; ++mi)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          const int o = m_base + mi * 16 + g + half * 8;
-          // Rows past O and columns without a pixel keep zero bits.
-          if (o < O && column_ok) {
-            const i32 y = static_cast<i32>(prob.value(acc, mi, ni, half * 2 + e, o, column));
-            if constexpr (E::kQThresholds) {
-              code[mi][ni] |= th[mi][half].code(y) << (8 * (half * 2 + e));
-            } else {
-              const auto x = E::post(E::pre(y, o, prob.epi), o, prob.epi);
-              code[mi][ni] |= quantize_code<E>(static_cast<float>(x), o, prob.epi) << (8 * (half * 2 + e));
-            }
+          const int o = min(m_base + mi * 16 + g + half * 8, o_last), byte = half * 2 + e;
+          const i32 y = static_cast<i32>(prob.value(acc, mi, ni, byte, o, column));
+          if constexpr (kShiftedTables) {
+            code[mi][ni] |= (table[mi][half][e] >> th[mi][half].table_shift(y)) & (((1u << E::kQBits) - 1u) << (8 * byte));
+          } else if constexpr (E::kQThresholds) {
+            code[mi][ni] |= ((table[mi][half][e] >> th[mi][half].table_shift(y)) & ((1u << E::kQBits) - 1u)) << (8 * byte);
+          } else {
+            const auto x = E::post(E::pre(y, o, prob.epi), o, prob.epi);
+            code[mi][ni] |= quantize_code<E>(static_cast<float>(x), o, prob.epi) << (8 * byte);
           }
         }
     }
@@ -241,14 +275,17 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   epilogue_barrier<kBarrierId, kBarrierThreads>();
   u32* planes = static_cast<u32*>(prob.epi.out);
   const i64 plane_words = static_cast<i64>(prob.out_hw) * prob.out_cw;
-  // Tile column c's 32 rows from chunk*32 into each plane's word of output pixel q; then
-  // take(sum) of their plane-weighted popcount.
-  auto pack = [&](int c, int chunk, int q, auto&& take) {
+  // Tile column c's 32 rows from chunk*32 into each plane's word of output pixel q; returns
+  // their plane-weighted popcount.
+  auto pack = [&](int c, int chunk, int q) {
     const int img = q / prob.out_hw, pix = q - img * prob.out_hw;
     const uint4* src = reinterpret_cast<const uint4*>(codes + c * kLd + chunk * 32);
     const uint4 lo = src[0], hi = src[1];
     const u32 v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};  // byte j of v[b]: row chunk*32 + 4b + j
     u32* dst = planes + (static_cast<i64>(img) * E::kQBits * prob.out_hw + pix) * prob.out_cw;
+    // Rows past O hold row O - 1's codes (above): their bits are cleared.
+    const int rows = O - (m0 + chunk * 32);
+    const u32 row_mask = rows >= 32 ? ~0u : (rows <= 0 ? 0u : (1u << rows) - 1u);
     i32 sum = 0;
 #pragma unroll
     for (int s = 0; s < E::kQBits; ++s) {
@@ -256,35 +293,37 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
       // Bit s of each of 4 bytes to 4 adjacent bits: the multiply moves byte j's bit to bit 24 + j.
 #pragma unroll
       for (int b = 0; b < 8; ++b) word |= ((((v[b] >> s) & 0x01010101u) * 0x01020408u) >> 24) << (4 * b);
+      word &= row_mask;
       sum += plane_weight(E::kQBits, E::kQEnc, s) * __popc(word);
       dst[s * plane_words + m0 / 32 + chunk] = word;
     }
-    take(sum);
     // Words past the last block's channels (up to the 128-bit row) are zero bits.
     if (m0 + T::kBM >= O && chunk == kChunks - 1)
       for (int w = (m0 + T::kBM) / 32; w < prob.out_cw; ++w)
 #pragma unroll
         for (int s = 0; s < E::kQBits; ++s) dst[s * plane_words + w] = 0u;
+    return sum;
   };
-  if (kStoreSums && O <= T::kBM) {
-    // One M tile holds every channel: a thread packs all of its column's chunks and stores
-    // the pixel's sum, which no other block adds to (the runner then sets no memset).
-    for (int c = threadIdx.x; c < T::kBN; c += Core::kThreads) {
-      const int q = col * T::kBN + c;
-      if (q >= prob.out_pixels) continue;
-      i32 total = 0;
-      for (int chunk = 0; chunk < kChunks; ++chunk) pack(c, chunk, q, [&](i32 sum) { total += sum; });
-      prob.epi.out_sum[q] = total;
-    }
-    return;
-  }
-  for (int i = threadIdx.x; i < T::kBN * kChunks; i += Core::kThreads) {
-    const int c = i % T::kBN, chunk = i / T::kBN;
+  // Items (tile column c, chunk), a column's chunks on adjacent lanes: their plane words are
+  // contiguous for the warp's stores, and their sums one shuffle reduction, so a column takes
+  // one atomic (or, where one M tile holds every channel, one store that no other block adds
+  // to: the runner then sets no memset) rather than one a chunk. Whole warps run the loop
+  // (items past the tile's columns are empty) for the shuffles.
+  static_assert(32 % kChunks == 0, "a column's chunks within one warp");
+  constexpr int kItems = (T::kBN * kChunks + 31) / 32 * 32;
+  const bool store_sums = kStoreSums && O <= T::kBM;
+  for (int i = threadIdx.x; i < kItems; i += Core::kThreads) {
+    const int c = i / kChunks, chunk = i % kChunks;
     const int q = col * T::kBN + c;
-    if (q >= prob.out_pixels) continue;
-    pack(c, chunk, q, [&](i32 sum) {
-      if (sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
-    });
+    const bool ok = c < T::kBN && q < prob.out_pixels;
+    i32 sum = 0;
+    if (ok) sum = pack(c, chunk, q);
+#pragma unroll
+    for (int d = 1; d < kChunks; d *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+    if (ok && chunk == 0) {
+      if (store_sums) prob.epi.out_sum[q] = sum;
+      else if (sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
+    }
   }
 }
 
