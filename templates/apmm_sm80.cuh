@@ -57,7 +57,11 @@ struct ApmmProblem {
   // The corrected int32 product of row o and tile column c (wrapping u32 arithmetic).
   template <class Acc>
   __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
-    return value(acc, mi, ni, e, o, column(c));
+    u32 v = Core::combine(acc, mi, ni, e);
+    if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * static_cast<u32>(wsum[o]);
+    if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(xsum[blockIdx.y * T::kBN + c]);
+    if (T::kOffsetW != 0 && T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(K);
+    return v;
   }
   template <class Acc>
   __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, const Column& col) const {
