@@ -64,13 +64,19 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   }
 
   // The tile a staged chain stores (epilogue.cuh's quantized_store): ApmmProblem's tile
-  // columns, counted from the tile's first column n0 rather than from blockIdx.y.
+  // columns, counted from the tile's first column n0 rather than from blockIdx.y (every
+  // member that takes a tile column is redefined here, so that none of the base's reaches it).
   struct StagedTile : ApmmProblem<T> {
     int n0;
     using Column = typename ApmmProblem<T>::Column;
+    using ApmmProblem<T>::value;  // by Column
     __device__ __forceinline__ bool column_valid(int c) const { return n0 + c < this->N; }
     __device__ __forceinline__ Column column(int c) const { return this->column_at(c, n0); }
     __device__ __forceinline__ bool valid(const Column& col) const { return column_valid(col.c); }
+    template <class Acc>
+    __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
+      return this->value(acc, mi, ni, e, o, column(c));
+    }
   };
   // The chain's output of row m's corrected product v (v itself for the plain int32 output).
   __device__ __forceinline__ typename E::Final chained(u32 v, int m) const {
@@ -160,8 +166,9 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       // The codes go to their own region after the pipeline, which the next tile is filling;
       // with one M tile the column sums are stored (rules::quantize_sums_stored). On the TMA
       // core only the consumer warps synchronize, and a cluster's tile may lie wholly past M
-      // (its pair shares the X tile): it would pack its zero codes into the next pixel's words
-      // and store zero sums over the real ones, so the whole block skips it, barriers included.
+      // (its pair shares the X tile): it would pack zero words (its rows are all masked) into
+      // the next pixel's words and store zero sums over the real ones, so the whole block skips
+      // it, barriers included.
       if (kTmaCore && m_base / T::kBM * T::kBM >= this->M) return;
       StagedTile tile{*this, n_base / T::kBN * T::kBN};
       tile.smem = this->smem + kCodesOffsetBytes / 4;

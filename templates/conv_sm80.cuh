@@ -351,6 +351,7 @@ struct ConvProblem {
   // The same through a column read once for all of a thread's rows (epilogue.cuh's
   // quantized_store): Column, column(c), valid(column), value(..., column).
   using Column = ConvColumn;
+  static constexpr bool kColumnsFirst = false;  // a handle is a shared-memory table entry
   __device__ __forceinline__ ConvColumn column(int c) const { return column_table()[c]; }
   __device__ __forceinline__ static bool valid(const ConvColumn& col) { return col.p >= 0; }
   template <class Acc>

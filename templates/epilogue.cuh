@@ -227,12 +227,19 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
         for (int e = 0; e < 2; ++e) table[mi][half][e] = kShiftedTables ? t << (8 * (half * 2 + e)) : t;
       }
   }
-  // Every column handle before the first code (their loads in flight together).
-  typename P::Column columns[Core::kNI][2];
+  // Where a column handle is a global load (P::kColumnsFirst: APMM's column terms), every
+  // handle before the first code, their loads in flight together; on the threshold path only,
+  // whose codes leave the registers for it. Conv's handles come from shared memory, and held
+  // up front they spilled the 128-register conv tiles (session 42 review: 0 -> 128-308 bytes),
+  // as they did the float path's pm1 tiles.
+  constexpr bool kColumnsFirst = P::kColumnsFirst && E::kQThresholds;
+  typename P::Column columns[kColumnsFirst ? Core::kNI : 1][2];
+  if constexpr (kColumnsFirst) {
 #pragma unroll
-  for (int ni = 0; ni < Core::kNI; ++ni)
+    for (int ni = 0; ni < Core::kNI; ++ni)
 #pragma unroll
-    for (int e = 0; e < 2; ++e) columns[ni][e] = prob.column(n_base - col * T::kBN + ni * 8 + 2 * tig + e);
+      for (int e = 0; e < 2; ++e) columns[ni][e] = prob.column(n_base - col * T::kBN + ni * 8 + 2 * tig + e);
+  }
   // A thread's four codes of (mi, ni) share a register, byte half*2 + e: one register per
   // output spilled on the 128-register sm_90a tiles (session 19 review: 356-584 bytes).
   u32 code[Core::kMI][Core::kNI] = {};
@@ -240,7 +247,9 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   for (int ni = 0; ni < Core::kNI; ++ni)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const typename P::Column& column = columns[ni][e];
+      typename P::Column column;
+      if constexpr (kColumnsFirst) column = columns[ni][e];
+      else column = prob.column(n_base - col * T::kBN + ni * 8 + 2 * tig + e);
       // Columns without a pixel keep zero bits.
       if (!prob.valid(column)) continue;
 #pragma unroll
@@ -399,7 +408,8 @@ __device__ __forceinline__ void pooled_store(const P& prob, const Acc& acc, int 
 //   P::value(acc, mi, ni, e, o, c): the corrected accumulator of row o, tile column c
 //   P::column_valid(c), P::out_pixels, P::out_hw, P::out_cw, P::a_rows (O), P::smem, P::epi
 //   P::Column, column(c), valid(column), value(acc, mi, ni, e, o, column): the same through
-//   a column handle read once for all of a thread's rows
+//   a column handle read once for all of a thread's rows; P::kColumnsFirst: reading a handle
+//   loads from global memory (quantized_store then reads them all first)
 // The block's tile starts at row m0 and is column tile `col` (of kBN columns, or of
 // kOutPerTile pooling windows): the caller's grid mapping, blockIdx or a tile index.
 template <class T, class Core, class P, class Acc>

@@ -4,6 +4,9 @@
 // packed output fed straight into the next layer.
 #include "gpu_main.h"
 
+#include <array>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "apnn/conv_reference.h"
@@ -178,9 +181,14 @@ TEST_CASE("apmm chains: scale_bias, relu, quantize per tensor and per channel, o
       R"([{"op":"scale_bias"},{"op":"quantize","bits":1,"enc":"pm1"}])",
   };
   const ApmmShape shapes[] = {{64, 1024, 1024}, {333, 517, 1000}, {7, 13, 300}, {1, 1, 1}};
+  // kPrecisions, and pm1 x pm1 (a binary network's layer): its offset activations add the row
+  // terms (wsum and the K constant) to every output.
+  std::vector<std::array<OperandFormat, 2>> precisions;
+  for (const auto& p : kPrecisions) precisions.push_back({p[0], p[1]});
+  precisions.push_back({OperandFormat{1, Encoding::Pm1}, OperandFormat{1, Encoding::Pm1}});
   int cases = 0;
   uint64_t seed = 900;
-  for (const auto& p : kPrecisions)
+  for (const auto& p : precisions)
     for (const char* c : chains)
       for (const ApmmShape& sh : shapes) {
         KernelSpec s;
