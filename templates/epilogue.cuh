@@ -228,10 +228,10 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
       }
   }
   // Where a column handle is a global load (P::kColumnsFirst: APMM's column terms), every
-  // handle before the first code, their loads in flight together; on the threshold path only,
-  // whose codes leave the registers for it. Conv's handles come from shared memory, and held
-  // up front they spilled the 128-register conv tiles (session 42 review: 0 -> 128-308 bytes),
-  // as they did the float path's pm1 tiles.
+  // handle is read before the first code, their loads in flight together: on the threshold
+  // path only, which has the registers to hold them. Conv's handles come from shared memory;
+  // held up front they spilled the 128-register conv tiles (session 42 review: 0 -> 128-308
+  // bytes), and the handles of pm1 weights spilled the float path's tiles.
   constexpr bool kColumnsFirst = P::kColumnsFirst && E::kQThresholds;
   typename P::Column columns[kColumnsFirst ? Core::kNI : 1][2];
   if constexpr (kColumnsFirst) {
