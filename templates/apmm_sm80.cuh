@@ -37,6 +37,7 @@ struct ApmmProblem {
     u32 term;
   };
   static constexpr bool kColumnsFirst = T::kOffsetW != 0;  // the handle loads the term
+  static constexpr bool kRowTerms = T::kOffsetX != 0;      // value() loads a term of row o
   __device__ __forceinline__ Column column(int c) const { return column_at(c, blockIdx.y * T::kBN); }
   __device__ __forceinline__ bool valid(const Column& col) const { return column_valid(col.c); }
   // Tile column c of the tile whose first column is n0. The term's load has no branch (past

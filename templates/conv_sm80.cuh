@@ -352,6 +352,7 @@ struct ConvProblem {
   // quantized_store): Column, column(c), valid(column), value(..., column).
   using Column = ConvColumn;
   static constexpr bool kColumnsFirst = false;  // a handle is a shared-memory table entry
+  static constexpr bool kRowTerms = true;        // value() may read what row o needs
   __device__ __forceinline__ ConvColumn column(int c) const { return column_table()[c]; }
   __device__ __forceinline__ static bool valid(const ConvColumn& col) { return col.p >= 0; }
   template <class Acc>
