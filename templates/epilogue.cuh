@@ -208,7 +208,9 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   // row's parameters (float path) or a column's term: each is loaded once, the rows'
   // thresholds first, then per column the codes of the thread's rows. Rows past O are
   // computed as row O - 1 (no per-output test, which took about half of an output's
-  // instructions: session 42) and their bits cleared where the words are packed.
+  // instructions: session 42) and their bits cleared where the words are packed; except where
+  // value() reads a term of the row (P::kRowTerms), whose per-output loads the compiler then
+  // hoisted into spills (pm1 x pm1 128x256: 84-132 -> 148-232 bytes), and rows keep their test.
   const int o_last = O - 1;
   ChannelThresholds<E> th[Core::kMI][2];
   // The rows' code tables (ChannelThresholds::code_table), shifted to each of the thread's
@@ -243,7 +245,7 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   // A thread's four codes of (mi, ni) share a register, byte half*2 + e: one register per
   // output spilled on the 128-register sm_90a tiles (session 19 review: 356-584 bytes).
   u32 code[Core::kMI][Core::kNI] = {};
-  constexpr bool kRowGuard = P::kRowTerms;
+  constexpr bool kRowGuard = P::kRowTerms;  // rows past O tested (above)
 #pragma unroll
   for (int ni = 0; ni < Core::kNI; ++ni)
 #pragma unroll
