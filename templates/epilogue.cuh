@@ -97,8 +97,7 @@ struct ChannelThresholds {
     steps = (h >> 8) & 0xff;
     sign = (h >> 16) ? -1 : 1;
   }
-  // The code bits of accumulator y: its level from the lowest value, in the encoding's bits.
-  __device__ __forceinline__ u32 code(i32 y) const { return code_of_count(count(y)); }
+  // The number of thresholds at or below accumulator y (its level: base + sign * min(it, steps)).
   __device__ __forceinline__ i32 count(i32 y) const {
     i32 n = 0;
 #pragma unroll
@@ -297,7 +296,7 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
     const uint4 lo = src[0], hi = src[1];
     const u32 v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};  // byte j of v[b]: row chunk*32 + 4b + j
     u32* dst = planes + (static_cast<i64>(img) * E::kQBits * prob.out_hw + pix) * prob.out_cw;
-    // Rows past O hold row O - 1's codes (above): their bits are cleared.
+    // Rows past O hold row O - 1's codes, or none (above): their bits are cleared.
     const int rows = O - (m0 + chunk * 32);
     const u32 row_mask = rows >= 32 ? ~0u : (rows <= 0 ? 0u : (1u << rows) - 1u);
     i32 sum = 0;
