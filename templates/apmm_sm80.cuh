@@ -59,10 +59,8 @@ struct ApmmProblem {
   // The corrected int32 product of row o and tile column c (wrapping u32 arithmetic).
   template <class Acc>
   __device__ __forceinline__ u32 value(const Acc& acc, int mi, int ni, int e, int o, int c) const {
-    u32 v = Core::combine(acc, mi, ni, e);
-    if (T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetX) * static_cast<u32>(wsum[o]);
+    u32 v = Core::combine(acc, mi, ni, e) + row_term(o);
     if (T::kOffsetW != 0) v += static_cast<u32>(T::kOffsetW) * static_cast<u32>(xsum[blockIdx.y * T::kBN + c]);
-    if (T::kOffsetW != 0 && T::kOffsetX != 0) v += static_cast<u32>(T::kOffsetW * T::kOffsetX) * static_cast<u32>(K);
     return v;
   }
   template <class Acc>

@@ -244,7 +244,6 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   // A thread's four codes of (mi, ni) share a register, byte half*2 + e: one register per
   // output spilled on the 128-register sm_90a tiles (session 19 review: 356-584 bytes).
   u32 code[Core::kMI][Core::kNI] = {};
-  constexpr bool kRowGuard = P::kRowTerms;  // rows past O tested (above)
 #pragma unroll
   for (int ni = 0; ni < Core::kNI; ++ni)
 #pragma unroll
@@ -258,9 +257,9 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
       for (int mi = 0; mi < Core::kMI; ++mi)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          const int o = kRowGuard ? m_base + mi * 16 + g + half * 8 : min(m_base + mi * 16 + g + half * 8, o_last);
-          const int byte = half * 2 + e;
-          if (kRowGuard && o > o_last) continue;
+          // Rows past O: tested where value() reads a row term, else computed as row O - 1 (above).
+          const int r = m_base + mi * 16 + g + half * 8, o = P::kRowTerms ? r : min(r, o_last), byte = half * 2 + e;
+          if (P::kRowTerms && o > o_last) continue;
           const i32 y = static_cast<i32>(prob.value(acc, mi, ni, byte, o, column));
           if constexpr (kShiftedTables) {
             code[mi][ni] |= (table[mi][half][e] >> th[mi][half].table_shift(y)) & (((1u << E::kQBits) - 1u) << (8 * byte));
