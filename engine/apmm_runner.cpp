@@ -154,11 +154,19 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   EpilogueKernelArgs epi = ep.args(out);
   int m = static_cast<int>(w.rows), n = static_cast<int>(x.rows), k = static_cast<int>(w.K), ld = static_cast<int>(w.ld);
   const KernelSpec& s = kernel_->compiled.spec;
-  // The per-pixel sums are added with atomics into zeroed memory, unless the kernel stores them.
-  if (s.epilogue.quantize() && !rules::quantize_sums_stored(s, kernel_->compiled.wgmma_core, w.rows))
-    out.sums.fill_u32_async(0);
   const Tile& t = *s.tile;
   const LaunchDims d = gemm_dims(w.rows, x.rows);
+  // Whether every block runs one tile (a cluster one patch): persistent grids cover the tiles in rounds.
+  const bool one_tile_per_block =
+      !kernel_->compiled.wgmma_core ||
+      (t.cluster > 1 ? d.grid_x / t.cluster >= rules::tma_patches(t, s.w, s.x, w.rows, x.rows)
+                     : d.grid_x >= ((w.rows + t.bm - 1) / t.bm) * ((x.rows + t.bn - 1) / t.bn));
+  switch (rules::quantize_sums_path(s, w.rows, one_tile_per_block)) {
+    case rules::SumsPath::Scratch: epi.sum_scratch = out.sum_scratch.ptr(); break;
+    case rules::SumsPath::ZeroedFirst: out.sums.fill_u32_async(0); break;
+    case rules::SumsPath::None:
+    case rules::SumsPath::Stored: break;
+  }
   if (!kernel_->compiled.wgmma_core) {
     void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld};
     kernel_->module->launch(kApmmKernel, d, args);

@@ -21,6 +21,8 @@ LayerBuffers EpilogueDevice::allocate(const Epilogue& e, const OutputDims& d) {
     // apmm's (1, M, 1, N) in conv_layout.h is exactly the bitplane_layout.h operand of N rows x M.
     b.values = DeviceBuffer(static_cast<size_t>(conv_activation_words(q->out.bits, d.N, d.C, d.H, d.W)) * 4);
     b.sums = DeviceBuffer(static_cast<size_t>(d.pixels()) * 4);
+    b.sum_scratch = DeviceBuffer(static_cast<size_t>(d.pixels()) * 8);
+    b.sum_scratch.fill_u32(0);
   } else if (e.int16_out) {  // whole words, so that the buffer can be filled word by word
     b.values = DeviceBuffer((static_cast<size_t>(d.N * d.C * d.H * d.W) * 2 + 3) / 4 * 4);
   } else {

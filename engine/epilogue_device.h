@@ -18,11 +18,16 @@ struct OutputDims {
 struct LayerBuffers {
   DeviceBuffer values;  // int32 / float32 values, or the packed planes of a quantize
   DeviceBuffer sums;    // quantize: per output pixel sum_s alpha_s*popc (pixsum / rowsum)
+  // quantize: a 64-bit word a pixel that M tiles add their sums and arrivals to where each
+  // block runs one tile (rules::SumsPath::Scratch); zeroed here once, and left zero by every
+  // launch (templates/epilogue.cuh, add_pixel_sum)
+  DeviceBuffer sum_scratch;
 };
 
 // Mirrors apnn::EpilogueArgs of templates/epilogue.cuh, passed by value to the kernel.
 struct EpilogueKernelArgs {
-  CUdeviceptr scale = 0, bias = 0, q_scale = 0, q_zero = 0, out = 0, out_sum = 0, thresholds = 0;
+  // sum_scratch: set by the runner where the kernel takes that path (rules::quantize_sums_path)
+  CUdeviceptr scale = 0, bias = 0, q_scale = 0, q_zero = 0, out = 0, out_sum = 0, thresholds = 0, sum_scratch = 0;
 };
 
 class EpilogueDevice {

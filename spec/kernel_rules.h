@@ -143,10 +143,13 @@ std::string core_family(const KernelSpec& spec, const std::string& arch);
 // + 16 rows (templates/epilogue.cuh, quantized_store), in its own region after the pipeline
 // (templates/apmm_sm90a.cuh); 0 for other chains.
 int apmm_code_staging_bytes(const Tile& t, const Epilogue& e);
-// Whether a quantize chain's kernel stores the per-pixel sums itself rather than adding to
-// memory the runner zeroes first: APMM on the cp.async wgmma core with all M rows in one tile
-// (templates/epilogue.cuh, quantized_store's kStoreSums). Saves the FC layer's memset.
-bool quantize_sums_stored(const KernelSpec& spec, bool wgmma_core, int64_t M);
+// How a chain's kernel writes the per-pixel sums of its quantized output (templates/
+// epilogue.cuh), for O output channels (rows): Stored where one M tile holds them all;
+// Scratch where each block runs one tile, added up in the output's sum_scratch, which the
+// kernel leaves zero; else ZeroedFirst, added to the sums the runner zeroes before the launch
+// (a persistent block's tiles, pooled chains, the halo core); None without a quantize.
+enum class SumsPath { None, Stored, Scratch, ZeroedFirst };
+SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, bool one_tile_per_block);
 // Whether an APConv on the wgmma core runs as a persistent grid (at most a wave of blocks,
 // each a contiguous share of the tiles) rather than one block per tile
 // (templates/conv_sm90a.cuh): where p*q >= 8 and the chain does not stage its output.

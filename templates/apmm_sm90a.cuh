@@ -164,15 +164,15 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
                                         int tig) const {
     if constexpr (E::kStaged) {
       // The codes go to their own region after the pipeline, which the next tile is filling;
-      // with one M tile the column sums are stored (rules::quantize_sums_stored). On the TMA
-      // core only the consumer warps synchronize, and a cluster's tile may lie wholly past M
-      // (its pair shares the X tile): it would pack zero words (its rows are all masked) into
-      // the next pixel's words and store zero sums over the real ones, so the whole block skips
-      // it, barriers included.
+      // with one M tile the column sums are stored, else added up across M tiles (epilogue.cuh's
+      // quantized_store). On the TMA core only the consumer warps synchronize, and a cluster's
+      // tile may lie wholly past M (its pair shares the X tile): it would pack zero words (its
+      // rows are all masked) into the next pixel's words and store zero sums over the real
+      // ones, so the whole block skips it, barriers included (and counts for no M tile).
       if (kTmaCore && m_base / T::kBM * T::kBM >= this->M) return;
       StagedTile tile{*this, n_base / T::kBN * T::kBN};
       tile.smem = this->smem + kCodesOffsetBytes / 4;
-      quantized_store<T, Core80, false, true, kTmaCore ? kTmaConsumersBarrier : 0, kTmaCore ? Core80::kThreads : 0>(
+      quantized_store<T, Core80, false, kTmaCore ? kTmaConsumersBarrier : 0, kTmaCore ? Core80::kThreads : 0>(
           tile, acc, m_base, n_base, g, tig, m_base / T::kBM * T::kBM, n_base / T::kBN);
       return;
     }

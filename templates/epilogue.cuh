@@ -23,8 +23,12 @@ struct EpilogueArgs {
   const float* q_scale;  // quantize: [1] or [O]
   const float* q_zero;   // quantize: [1] or [O]
   void* out;             // i32 / float values, or (quantize) packed planes
-  i32* out_sum;          // quantize: per output pixel sum_s alpha_s*popc (zeroed before launch)
+  i32* out_sum;          // quantize: per output pixel sum_s alpha_s*popc
   const i32* thresholds; // quantize by thresholds (Epi::kQThresholds): 2^q words a channel
+  // quantize, or null: where every block runs one tile, a word a pixel that the M tiles add
+  // their sums to, zero between launches (add_pixel_sum); null: they add to out_sum, zeroed
+  // before the launch
+  unsigned long long* sum_scratch;
 };
 
 struct alignas(8) f32x2 { float x, y; };
@@ -177,9 +181,7 @@ __device__ __forceinline__ typename E::Pooled pool_window(const typename E::Stag
 // addresses, a division, parameter loads after every shared store), which made the fused
 // bn+relu+q2 conv 4.2x slower than the plain int32 one at batch 128 (session 19, call 2).
 // kInPipeline: prob.smem is the pipeline's buffers (their copies are waited for first), not a
-// region of its own (the persistent wgmma APMM core's, apmm_sm90a.cuh). kStoreSums: where one
-// M tile holds all O channels, the per-pixel sums are stored rather than added to zeroed
-// memory (rules::quantize_sums_stored says when the runner skips the memset).
+// region of its own (the persistent wgmma APMM core's, apmm_sm90a.cuh).
 // kBarrierThreads: 0 synchronizes the whole block; else named barrier kBarrierId of that many
 // threads, the warps that compute (the TMA core's producer warps do not take part).
 template <int kBarrierId, int kBarrierThreads>
@@ -190,8 +192,24 @@ __device__ __forceinline__ void epilogue_barrier() {
     asm volatile("bar.sync %0, %1;\n" ::"n"(kBarrierId), "n"(kBarrierThreads) : "memory");
 }
 
-template <class T, class Core, bool kInPipeline = true, bool kStoreSums = false, int kBarrierId = 0,
-          int kBarrierThreads = 0, class P, class Acc>
+// A pixel's sum where several M tiles add to it, into memory nobody zeroed before the launch:
+// each tile adds its sum to the high half of the pixel's scratch word and 1 to the low half
+// (the count never carries into the sum), and the tile whose add brings the count to tiles_m
+// holds the total: it stores it and zeroes the word for the next launch. A memset before the
+// launch (and the early start it ends) cost a chain 2.3-2.9 us a layer (session 43). The add
+// returns a value, a round trip a tile, so the runners take this path only where each block
+// runs one tile; a persistent block's tiles add to out_sum, zeroed first.
+__device__ __forceinline__ void add_pixel_sum(const EpilogueArgs& a, int q, i32 sum, int tiles_m) {
+  const unsigned long long inc = (static_cast<unsigned long long>(static_cast<u32>(sum)) << 32) | 1ull;
+  const unsigned long long now = atomicAdd(a.sum_scratch + q, inc) + inc;
+  if (static_cast<u32>(now) == static_cast<u32>(tiles_m)) {
+    a.out_sum[q] = static_cast<i32>(now >> 32);
+    a.sum_scratch[q] = 0ull;
+  }
+}
+
+template <class T, class Core, bool kInPipeline = true, int kBarrierId = 0, int kBarrierThreads = 0, class P,
+          class Acc>
 __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
                                                 int m0, int col) {
   using E = typename T::Epi;
@@ -318,12 +336,12 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   };
   // Items (tile column c, chunk), a column's chunks on adjacent lanes: their plane words are
   // contiguous for the warp's stores, and their sums one shuffle reduction, so a column takes
-  // one atomic (or, where one M tile holds every channel, one store that no other block adds
-  // to: the runner then sets no memset) rather than one a chunk. Whole warps run the loop
-  // (items past the tile's columns are empty) for the shuffles.
+  // one atomic (add_pixel_sum's, or an add to zeroed sums; where one M tile holds every
+  // channel, one store that no other block adds to) rather than one a chunk. Whole warps run
+  // the loop (items past the tile's columns are empty) for the shuffles.
   static_assert(32 % kChunks == 0, "a column's chunks within one warp");
   constexpr int kItems = (T::kBN * kChunks + 31) / 32 * 32;
-  const bool store_sums = kStoreSums && O <= T::kBM;
+  const bool store_sums = O <= T::kBM;
   for (int i = threadIdx.x; i < kItems; i += Core::kThreads) {
     const int c = i / kChunks, chunk = i % kChunks;
     const int q = col * T::kBN + c;
@@ -334,6 +352,7 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
     for (int d = 1; d < kChunks; d *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
     if (ok && chunk == 0) {
       if (store_sums) prob.epi.out_sum[q] = sum;
+      else if (prob.epi.sum_scratch) add_pixel_sum(prob.epi, q, sum, (O + T::kBM - 1) / T::kBM);
       else if (sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
     }
   }

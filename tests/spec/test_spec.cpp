@@ -1003,7 +1003,7 @@ TEST_CASE("rules: the TMA core's wide tiles (bn 96, 192) take a producer warpgro
   CHECK(contains(big, "producer warps: 17 warps exceed 512 threads"));
 }
 
-TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pipeline and stores the sums of one M tile") {
+TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pipeline; how chains write their sums") {
   const KernelSpec q = apnn::canonicalize(apnn::parse_spec_text(
       R"({"op":"apmm","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",
           "epilogue":[{"op":"scale_bias"},{"op":"quantize","bits":2,"enc":"unsigned"}],
@@ -1013,18 +1013,28 @@ TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pi
   // The launch holds the pipeline and the codes' region (the conv reuses its pipeline's buffers).
   CHECK(apnn::rules::core_shared_bytes(q, true) ==
         apnn::rules::wgmma_shared_bytes(*q.tile, q.w, q.x) + apnn::rules::apmm_code_staging_bytes(*q.tile, q.epilogue));
-  // Sums stored: all M rows in one tile, on the cp.async wgmma core; else zeroed and added to.
-  CHECK(apnn::rules::quantize_sums_stored(q, true, 64));
-  CHECK(apnn::rules::quantize_sums_stored(q, true, 1));
-  CHECK_FALSE(apnn::rules::quantize_sums_stored(q, true, 65));
-  CHECK_FALSE(apnn::rules::quantize_sums_stored(q, false, 64));  // mma.sync (APNN_DISABLE_WGMMA or sm_80-89)
+  // quantized_store stores the sums of one M tile; several M tiles add theirs up in the
+  // output's sum_scratch where each block runs one tile, else in sums zeroed first.
+  using apnn::rules::SumsPath;
+  CHECK(apnn::rules::quantize_sums_path(q, 64, false) == SumsPath::Stored);
+  CHECK(apnn::rules::quantize_sums_path(q, 1, true) == SumsPath::Stored);
+  CHECK(apnn::rules::quantize_sums_path(q, 65, true) == SumsPath::Scratch);
+  CHECK(apnn::rules::quantize_sums_path(q, 65, false) == SumsPath::ZeroedFirst);
   KernelSpec relu = q;
   relu.epilogue.ops.pop_back();  // no quantize: no codes, no sums
   CHECK(apnn::rules::apmm_code_staging_bytes(*relu.tile, relu.epilogue) == 0);
-  CHECK_FALSE(apnn::rules::quantize_sums_stored(relu, true, 64));
-  KernelSpec conv = q;
-  conv.op = apnn::Op::Apconv;
-  CHECK_FALSE(apnn::rules::quantize_sums_stored(conv, true, 64));
+  CHECK(apnn::rules::quantize_sums_path(relu, 65, true) == SumsPath::None);
+  // pooled_store and the halo core's readout add to zeroed sums, even of one M tile.
+  KernelSpec pooled = apnn::canonicalize(apnn::parse_spec_text(
+      R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"pad":[1,1],
+          "epilogue":[{"op":"pool","kind":"max","size":2},{"op":"quantize","bits":2,"enc":"unsigned"}]})"));
+  pooled.tile = q.tile;
+  CHECK(apnn::rules::quantize_sums_path(pooled, 64, true) == SumsPath::ZeroedFirst);
+  KernelSpec conv = pooled;
+  conv.epilogue.ops.erase(conv.epilogue.ops.begin());
+  CHECK(apnn::rules::quantize_sums_path(conv, 300, true) == SumsPath::Scratch);
+  conv.tile = apnn::Tile{128, 32, 256, 3, 4, 1, 1, true};  // the halo core
+  CHECK(apnn::rules::quantize_sums_path(conv, 64, true) == SumsPath::ZeroedFirst);
 }
 
 TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a multiple of 16 up to 128, bk 256") {
