@@ -34,6 +34,18 @@ void parallel_blocks(int64_t n, const std::function<void(int64_t, int64_t)>& bod
   for (auto& t : pool) t.join();
 }
 
+// The checked launch. A quantize chain runs twice into the same buffers, poisoned again in
+// between: where M tiles add up the sums in the output's sum_scratch (LayerBuffers), the
+// second launch must find every pixel's word (sum and arrivals) zeroed by the first, or its
+// sums come out wrong.
+void launch_checked(const Epilogue& e, LayerBuffers& out, const std::function<void()>& launch) {
+  launch();
+  if (!e.quantize()) return;
+  out.values.fill_u32(kPoison);
+  out.sums.fill_u32(kPoison);
+  launch();
+}
+
 void describe_kernel(const Kernel& k, VerifyReport* rep) {
   rep->canonical = k.compiled.canonical;
   rep->arch = k.compiled.arch;
@@ -187,7 +199,7 @@ VerifyReport verify_apmm(Engine& engine, const KernelSpec& spec, const ApmmShape
     const PackedOperand pw = runner.pack_w(w, s.M, s.K);
     const PackedOperand px = runner.pack_x(x, s.N, s.K);
     rep.pack_us = timer.stop_ms() * 1e3;
-    runner.gemm(pw, px, ep, out);
+    launch_checked(spec.epilogue, out, [&] { runner.gemm(pw, px, ep, out); });
     synchronize(kernel->module->context());
     compare_output(out, want, &rep);
   }
@@ -233,7 +245,7 @@ VerifyReport verify_apconv(Engine& engine, const KernelSpec& spec, const ConvSha
     const PackedConvWeights pw = runner.pack_w(w, g);
     const PackedConvActivations px = runner.pack_x(x, g);
     rep.pack_us = timer.stop_ms() * 1e3;
-    runner.conv(pw, px, g, ep, out);
+    launch_checked(spec.epilogue, out, [&] { runner.conv(pw, px, g, ep, out); });
     synchronize(kernel->module->context());
     compare_output(out, want, &rep);
   }
