@@ -156,12 +156,11 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   const KernelSpec& s = kernel_->compiled.spec;
   const Tile& t = *s.tile;
   const LaunchDims d = gemm_dims(w.rows, x.rows);
-  // Whether every block runs one tile (a cluster one patch): persistent grids cover the tiles in rounds.
-  const bool one_tile_per_block =
-      !kernel_->compiled.wgmma_core ||
-      (t.cluster > 1 ? d.grid_x / t.cluster >= rules::tma_patches(t, s.w, s.x, w.rows, x.rows)
-                     : d.grid_x >= ((w.rows + t.bm - 1) / t.bm) * ((x.rows + t.bn - 1) / t.bn));
-  switch (rules::quantize_sums_path(s, w.rows, one_tile_per_block)) {
+  // The most tiles a block runs (a cluster, patches): persistent grids cover the tiles in rounds.
+  const int64_t blocks = int64_t{d.grid_x} * d.grid_y / t.cluster;
+  const int64_t tiles = t.cluster > 1 ? rules::tma_patches(t, s.w, s.x, w.rows, x.rows)
+                                      : ((w.rows + t.bm - 1) / t.bm) * ((x.rows + t.bn - 1) / t.bn);
+  switch (rules::quantize_sums_path(s, w.rows, (tiles + blocks - 1) / blocks)) {
     case rules::SumsPath::Scratch: epi.sum_scratch = out.sum_scratch.ptr(); break;
     case rules::SumsPath::ZeroedFirst: out.sums.fill_u32_async(0); break;
     case rules::SumsPath::None:

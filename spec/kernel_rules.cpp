@@ -350,12 +350,12 @@ static int wgmma_core_bytes(const Tile& t, const KernelSpec& spec) {
 
 int apmm_code_staging_bytes(const Tile& t, const Epilogue& e) { return e.quantize() ? t.bn * (t.bm + 16) : 0; }
 
-SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, bool one_tile_per_block) {
+SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per_block) {
   if (!spec.epilogue.quantize()) return SumsPath::None;
   // pooled_store and the halo core's readout add to zeroed sums; quantized_store does the rest.
   if (spec.epilogue.pool() || !spec.tile || spec.tile->halo) return SumsPath::ZeroedFirst;
   if (O <= spec.tile->bm) return SumsPath::Stored;
-  return one_tile_per_block ? SumsPath::Scratch : SumsPath::ZeroedFirst;
+  return tiles_per_block <= kScratchTilesPerBlock ? SumsPath::Scratch : SumsPath::ZeroedFirst;
 }
 
 bool wgmma_disabled_by_env() {

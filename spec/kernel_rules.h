@@ -144,12 +144,16 @@ std::string core_family(const KernelSpec& spec, const std::string& arch);
 // (templates/apmm_sm90a.cuh); 0 for other chains.
 int apmm_code_staging_bytes(const Tile& t, const Epilogue& e);
 // How a chain's kernel writes the per-pixel sums of its quantized output (templates/
-// epilogue.cuh), for O output channels (rows): Stored where one M tile holds them all;
-// Scratch where each block runs one tile, added up in the output's sum_scratch, which the
-// kernel leaves zero; else ZeroedFirst, added to the sums the runner zeroes before the launch
-// (a persistent block's tiles, pooled chains, the halo core); None without a quantize.
+// epilogue.cuh), for O output channels (rows) where a block runs at most tiles_per_block
+// tiles: Stored where one M tile holds them all; Scratch where blocks run at most
+// kScratchTilesPerBlock tiles, added up in the output's sum_scratch, which the kernel leaves
+// zero; else ZeroedFirst, added to the sums the runner zeroes before the launch (longer
+// persistent blocks, pooled chains, the halo core); None without a quantize. Scratch waits
+// for an atomic's round trip a tile (about 0.3 us), the memset costs a launch 1-3 us
+// (bench/NOTES.md, session 43: 4 tiles a block gained 0.2-1.3 us, 8 lost up to 2 us).
+inline constexpr int64_t kScratchTilesPerBlock = 4;
 enum class SumsPath { None, Stored, Scratch, ZeroedFirst };
-SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, bool one_tile_per_block);
+SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per_block);
 // Whether an APConv on the wgmma core runs as a persistent grid (at most a wave of blocks,
 // each a contiguous share of the tiles) rather than one block per tile
 // (templates/conv_sm90a.cuh): where p*q >= 8 and the chain does not stage its output.

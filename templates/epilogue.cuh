@@ -25,9 +25,9 @@ struct EpilogueArgs {
   void* out;             // i32 / float values, or (quantize) packed planes
   i32* out_sum;          // quantize: per output pixel sum_s alpha_s*popc
   const i32* thresholds; // quantize by thresholds (Epi::kQThresholds): 2^q words a channel
-  // quantize, or null: where every block runs one tile, a word a pixel that the M tiles add
-  // their sums to, zero between launches (add_pixel_sum); null: they add to out_sum, zeroed
-  // before the launch
+  // quantize, or null: where blocks run few tiles, a word a pixel that the M tiles add their
+  // sums to, zero between launches (add_pixel_sum); null: they add to out_sum, zeroed before
+  // the launch
   unsigned long long* sum_scratch;
 };
 
@@ -197,8 +197,9 @@ __device__ __forceinline__ void epilogue_barrier() {
 // (the count never carries into the sum), and the tile whose add brings the count to tiles_m
 // holds the total: it stores it and zeroes the word for the next launch. A memset before the
 // launch (and the early start it ends) cost a chain 2.3-2.9 us a layer (session 43). The add
-// returns a value, a round trip a tile, so the runners take this path only where each block
-// runs one tile; a persistent block's tiles add to out_sum, zeroed first.
+// returns a value, a round trip a tile (about 0.3 us), so the runners take this path only
+// where blocks run at most rules::kScratchTilesPerBlock tiles; longer persistent blocks add
+// to out_sum, zeroed first.
 __device__ __forceinline__ void add_pixel_sum(const EpilogueArgs& a, int q, i32 sum, int tiles_m) {
   const unsigned long long inc = (static_cast<unsigned long long>(static_cast<u32>(sum)) << 32) | 1ull;
   const unsigned long long now = atomicAdd(a.sum_scratch + q, inc) + inc;

@@ -1014,27 +1014,28 @@ TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pi
   CHECK(apnn::rules::core_shared_bytes(q, true) ==
         apnn::rules::wgmma_shared_bytes(*q.tile, q.w, q.x) + apnn::rules::apmm_code_staging_bytes(*q.tile, q.epilogue));
   // quantized_store stores the sums of one M tile; several M tiles add theirs up in the
-  // output's sum_scratch where each block runs one tile, else in sums zeroed first.
+  // output's sum_scratch where blocks run at most 4 tiles, else in sums zeroed first.
   using apnn::rules::SumsPath;
-  CHECK(apnn::rules::quantize_sums_path(q, 64, false) == SumsPath::Stored);
-  CHECK(apnn::rules::quantize_sums_path(q, 1, true) == SumsPath::Stored);
-  CHECK(apnn::rules::quantize_sums_path(q, 65, true) == SumsPath::Scratch);
-  CHECK(apnn::rules::quantize_sums_path(q, 65, false) == SumsPath::ZeroedFirst);
+  CHECK(apnn::rules::quantize_sums_path(q, 64, 9) == SumsPath::Stored);
+  CHECK(apnn::rules::quantize_sums_path(q, 1, 1) == SumsPath::Stored);
+  CHECK(apnn::rules::quantize_sums_path(q, 65, 1) == SumsPath::Scratch);
+  CHECK(apnn::rules::quantize_sums_path(q, 65, 4) == SumsPath::Scratch);
+  CHECK(apnn::rules::quantize_sums_path(q, 65, 5) == SumsPath::ZeroedFirst);
   KernelSpec relu = q;
   relu.epilogue.ops.pop_back();  // no quantize: no codes, no sums
   CHECK(apnn::rules::apmm_code_staging_bytes(*relu.tile, relu.epilogue) == 0);
-  CHECK(apnn::rules::quantize_sums_path(relu, 65, true) == SumsPath::None);
+  CHECK(apnn::rules::quantize_sums_path(relu, 65, 1) == SumsPath::None);
   // pooled_store and the halo core's readout add to zeroed sums, even of one M tile.
   KernelSpec pooled = apnn::canonicalize(apnn::parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"pad":[1,1],
           "epilogue":[{"op":"pool","kind":"max","size":2},{"op":"quantize","bits":2,"enc":"unsigned"}]})"));
   pooled.tile = q.tile;
-  CHECK(apnn::rules::quantize_sums_path(pooled, 64, true) == SumsPath::ZeroedFirst);
+  CHECK(apnn::rules::quantize_sums_path(pooled, 64, 1) == SumsPath::ZeroedFirst);
   KernelSpec conv = pooled;
   conv.epilogue.ops.erase(conv.epilogue.ops.begin());
-  CHECK(apnn::rules::quantize_sums_path(conv, 300, true) == SumsPath::Scratch);
+  CHECK(apnn::rules::quantize_sums_path(conv, 300, 1) == SumsPath::Scratch);
   conv.tile = apnn::Tile{128, 32, 256, 3, 4, 1, 1, true};  // the halo core
-  CHECK(apnn::rules::quantize_sums_path(conv, 64, true) == SumsPath::ZeroedFirst);
+  CHECK(apnn::rules::quantize_sums_path(conv, 64, 1) == SumsPath::ZeroedFirst);
 }
 
 TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a multiple of 16 up to 128, bk 256") {
