@@ -30,7 +30,8 @@ class ApmmRunner {
   PackedOperand pack_w(const DeviceBuffer& values, int64_t rows, int64_t K);
   PackedOperand pack_x(const DeviceBuffer& values, int64_t rows, int64_t K);
   // The output through the spec's chain (EpilogueDevice::allocate(dims(M, N))). Launch only
-  // (asynchronous); a quantized output's sums are zeroed first, on the same stream.
+  // (asynchronous); a quantized output's sums are zeroed first, on the same stream, where
+  // rules::quantize_sums_path says so.
   void gemm(const PackedOperand& w, const PackedOperand& x, const EpilogueDevice& ep, LayerBuffers& out);
   static OutputDims dims(int64_t M, int64_t N) { return {1, M, 1, N}; }
   LaunchDims gemm_dims(int64_t M, int64_t N) const;

@@ -34,7 +34,8 @@ class ConvRunner {
   PackedConvActivations pack_x(const DeviceBuffer& values, const ConvGeometry& g);
   DeviceBuffer unpack_x(const PackedConvActivations& x);  // N*C*H*W int16
   // The output through the spec's chain (EpilogueDevice::allocate(dims(g))). One kernel
-  // launch (a quantized output's sums are zeroed first); asynchronous.
+  // launch (a quantized output's sums are zeroed first where rules::quantize_sums_path says
+  // so); asynchronous.
   void conv(const PackedConvWeights& w, const PackedConvActivations& x, const ConvGeometry& g, const EpilogueDevice& ep,
             LayerBuffers& out);
   // (N, O, Ho', Wo'): after the chain's pool; Error(InvalidInput) when the window does not fit.
