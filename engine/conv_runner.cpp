@@ -211,7 +211,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     d.smem_bytes = static_cast<unsigned>(rules::halo_shared_bytes(s, g.C, geo));
     d.grid_x = static_cast<unsigned>(rules::halo_grid(g.O, tiles, dev.sm_count));
     d.early_start = true;  // the kernel waits for the previous one before touching memory
-    sums_before_launch(blocks(tiles, d.grid_x));
+    sums_before_launch(blocks(tiles, d.grid_x / blocks(g.O, 128)));  // a block keeps one M tile (rules::halo_grid)
     kernel_->module->launch(kConvKernel, d, hargs);
     return;
   }

@@ -352,10 +352,11 @@ int apmm_code_staging_bytes(const Tile& t, const Epilogue& e) { return e.quantiz
 
 SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per_block) {
   if (!spec.epilogue.quantize()) return SumsPath::None;
-  // pooled_store and the halo core's readout add to zeroed sums; quantized_store does the rest.
-  if (spec.epilogue.pool() || !spec.tile || spec.tile->halo) return SumsPath::ZeroedFirst;
-  if (O <= spec.tile->bm) return SumsPath::Stored;
-  return tiles_per_block <= kScratchTilesPerBlock ? SumsPath::Scratch : SumsPath::ZeroedFirst;
+  // pooled_store adds to zeroed sums; the halo core's readout has several threads a pixel.
+  if (spec.epilogue.pool() || !spec.tile) return SumsPath::ZeroedFirst;
+  if (O <= spec.tile->bm && !spec.tile->halo) return SumsPath::Stored;
+  const int64_t most = spec.tile->halo ? kHaloScratchTilesPerBlock : kScratchTilesPerBlock;
+  return tiles_per_block <= most ? SumsPath::Scratch : SumsPath::ZeroedFirst;
 }
 
 bool wgmma_disabled_by_env() {

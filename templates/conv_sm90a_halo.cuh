@@ -340,6 +340,7 @@ struct ConvSm90aHalo {
     i64 plane_words;  // words between planes (Ho*Wo*CW')
     int row0, O, r0, split;
     int zero_words;   // words after the two chunks that are only padding (O <= 64: the row's other 64 channels)
+    int arrivals;     // a pixel's readouts that add its sum, over the launch (epilogue.cuh's add_pixel_sum)
 
     // The code of y at row r (channel o): from the row's staged thresholds, else the float ops.
     __device__ __forceinline__ u32 code(const Prob& prob, i32 y, int o, int r) const {
@@ -418,7 +419,13 @@ struct ConvSm90aHalo {
         for (int w = 2; w < 2 + zero_words; ++w)
 #pragma unroll
           for (int s = 0; s < E::kQBits; ++s) dst[s * plane_words + w] = 0u;
-      if (sum != 0) atomicAdd(prob.epi.out_sum + col.p, sum);
+      // Into the output's scratch (threads past chunk 1 hold no rows and do not count), or
+      // into sums the runner zeroed (rules::quantize_sums_path).
+      if (prob.epi.sum_scratch) {
+        if (r0 < 2) add_pixel_sum(prob.epi, col.p, sum, arrivals);
+      } else if (sum != 0) {
+        atomicAdd(prob.epi.out_sum + col.p, sum);
+      }
     }
   };
 
@@ -447,6 +454,9 @@ struct ConvSm90aHalo {
     const int cols = geo.rows * geo.pw, split = 128 / cols;
     const int j = tid % cols, r0 = tid / cols, jr = j / geo.pw, jw = j - jr * geo.pw;
     const bool reads = r0 < split && jw < prob.Wo;
+    // A pixel's quantized readouts: each M tile's, by both warpgroups (one where they take
+    // alternate tiles), by up to two threads each (one a 32-row chunk).
+    const int arrivals = (O + 127) / 128 * (alternate ? 1 : 2) * min(split, 2);
     if constexpr (kRowWords > 0) {
       // Published to the readout by the first tile's staging barrier.
       const int o = row0 + tid;
@@ -580,7 +590,8 @@ struct ConvSm90aHalo {
           u32* planes = static_cast<u32*>(prob.epi.out);
           const i64 plane_words = static_cast<i64>(HoWo) * prob.out_cw;
           u32* dst = planes + (static_cast<i64>(n) * (E::kQBits - 1) * HoWo + col.p) * prob.out_cw + row0 / 32;
-          QuantReadout{stg + j * 4, stg + kBN * 4, dst, plane_words, row0, O, r0, split, alternate ? 2 : 0}.run(prob, col);
+          QuantReadout{stg + j * 4, stg + kBN * 4, dst, plane_words, row0, O, r0, split, alternate ? 2 : 0, arrivals}
+              .run(prob, col);
         } else {
           auto* y = static_cast<typename E::Out*>(prob.epi.out);
           const Readout out{stg + j * 4, stg + kBN * 4, y + (col.out + row0 * HoWo), HoWo, row0, min(64, O - row0), r0, split};
