@@ -193,17 +193,18 @@ __device__ __forceinline__ void epilogue_barrier() {
 }
 
 // A pixel's sum where several M tiles add to it, into memory nobody zeroed before the launch:
-// each tile adds its sum to the high half of the pixel's scratch word and 1 to the low half
-// (the count never carries into the sum), and the tile whose add brings the count to tiles_m
-// holds the total: it stores it and zeroes the word for the next launch. A memset before the
+// each add puts its sum into the high half of the pixel's scratch word and 1 into the low half
+// (the count never carries into the sum), and the add that brings the count to `arrivals` (the
+// pixel's adds over the launch: one an M tile here, more in the halo core's readout) holds
+// the total: it stores it and zeroes the word for the next launch. A memset before the
 // launch (and the early start it ends) cost a chain 2.3-2.9 us a layer (session 43). The add
 // returns a value, a round trip a tile (about 0.3 us), so the runners take this path only
 // where blocks run at most rules::kScratchTilesPerBlock tiles; longer persistent blocks add
 // to out_sum, zeroed first.
-__device__ __forceinline__ void add_pixel_sum(const EpilogueArgs& a, int q, i32 sum, int tiles_m) {
+__device__ __forceinline__ void add_pixel_sum(const EpilogueArgs& a, int q, i32 sum, int arrivals) {
   const unsigned long long inc = (static_cast<unsigned long long>(static_cast<u32>(sum)) << 32) | 1ull;
   const unsigned long long now = atomicAdd(a.sum_scratch + q, inc) + inc;
-  if (static_cast<u32>(now) == static_cast<u32>(tiles_m)) {
+  if (static_cast<u32>(now) == static_cast<u32>(arrivals)) {
     a.out_sum[q] = static_cast<i32>(now >> 32);
     a.sum_scratch[q] = 0ull;
   }
