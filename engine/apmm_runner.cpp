@@ -160,12 +160,7 @@ void ApmmRunner::gemm(const PackedOperand& w, const PackedOperand& x, const Epil
   const int64_t blocks = int64_t{d.grid_x} * d.grid_y / t.cluster;
   const int64_t tiles = t.cluster > 1 ? rules::tma_patches(t, s.w, s.x, w.rows, x.rows)
                                       : ((w.rows + t.bm - 1) / t.bm) * ((x.rows + t.bn - 1) / t.bn);
-  switch (rules::quantize_sums_path(s, w.rows, (tiles + blocks - 1) / blocks)) {
-    case rules::SumsPath::Scratch: epi.sum_scratch = out.sum_scratch.ptr(); break;
-    case rules::SumsPath::ZeroedFirst: out.sums.fill_u32_async(0); break;
-    case rules::SumsPath::None:
-    case rules::SumsPath::Stored: break;
-  }
+  prepare_sums(s, w.rows, (tiles + blocks - 1) / blocks, out, epi);
   if (!kernel_->compiled.wgmma_core) {
     void* args[] = {&wp, &ws, &xp, &xs, &epi, &m, &n, &k, &ld};
     kernel_->module->launch(kApmmKernel, d, args);

@@ -177,16 +177,6 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
   // A fused pool gives each column tile bn / size^2 whole windows (templates/conv_sm80.cuh).
   const EpilogueOp* pool = s.epilogue.pool();
   const int64_t col_tiles = pool ? blocks(od.pixels(), t.bn / (pool->size * pool->size)) : blocks(g.N * g.Ho() * g.Wo(), t.bn);
-  // A quantized output's sums (rules::quantize_sums_path), once the grid says how many tiles a
-  // block runs.
-  auto sums_before_launch = [&](int64_t tiles_per_block) {
-    switch (rules::quantize_sums_path(s, g.O, tiles_per_block)) {
-      case rules::SumsPath::Scratch: epi.sum_scratch = out.sum_scratch.ptr(); break;
-      case rules::SumsPath::ZeroedFirst: out.sums.fill_u32_async(0); break;
-      case rules::SumsPath::None:
-      case rules::SumsPath::Stored: break;
-    }
-  };
   if (t.halo) {
     const DeviceInfo& dev = current_device();
     if (std::string why = rules::halo_launch_error(s, g.C, g.O, g.Ho(), g.Wo(), dev.max_smem_optin, dev.sm_count);
@@ -211,7 +201,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     d.smem_bytes = static_cast<unsigned>(rules::halo_shared_bytes(s, g.C, geo));
     d.grid_x = static_cast<unsigned>(rules::halo_grid(g.O, tiles, dev.sm_count));
     d.early_start = true;  // the kernel waits for the previous one before touching memory
-    sums_before_launch(blocks(tiles, d.grid_x / blocks(g.O, 128)));  // a block keeps one M tile (rules::halo_grid)
+    prepare_sums(s, g.O, blocks(tiles, d.grid_x / blocks(g.O, 128)), out, epi);  // a block keeps one M tile (rules::halo_grid)
     kernel_->module->launch(kConvKernel, d, hargs);
     return;
   }
@@ -230,7 +220,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     d.grid_x = rules::conv_persistent(s) ? kernel_->module->persistent_grid(kConvKernel, d.block_x, d.smem_bytes, tiles)
                                          : static_cast<unsigned>(tiles);
     d.early_start = true;  // the kernel waits for the previous one before touching memory (conv_sm90a.cuh)
-    sums_before_launch(blocks(tiles, d.grid_x));
+    prepare_sums(s, g.O, blocks(tiles, d.grid_x), out, epi);
     kernel_->module->launch(kConvKernel, d, args);
     return;
   }
@@ -243,7 +233,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
                                    g.N * g.Ho() * g.Wo(), col_tiles, t.bn));
   d.grid_x = blocks(g.O, t.bm);
   d.grid_y = static_cast<unsigned>(col_tiles);
-  sums_before_launch(1);
+  prepare_sums(s, g.O, 1, out, epi);  // a block a tile
   kernel_->module->launch(kConvKernel, d, args);
 }
 

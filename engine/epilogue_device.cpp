@@ -3,6 +3,7 @@
 #include "apnn/conv_layout.h"
 #include "engine/quantize_thresholds.h"
 #include "spec/epilogue.h"
+#include "spec/kernel_rules.h"
 
 namespace apnn {
 
@@ -33,6 +34,16 @@ LayerBuffers EpilogueDevice::allocate(const Epilogue& e, const OutputDims& d) {
 
 EpilogueKernelArgs EpilogueDevice::args(const LayerBuffers& out) const {
   return {scale_.ptr(), bias_.ptr(), q_scale_.ptr(), q_zero_.ptr(), out.values.ptr(), out.sums.ptr(), thresholds_.ptr()};
+}
+
+void prepare_sums(const KernelSpec& spec, int64_t O, int64_t tiles_per_block, LayerBuffers& out,
+                  EpilogueKernelArgs& epi) {
+  switch (rules::quantize_sums_path(spec, O, tiles_per_block)) {
+    case rules::SumsPath::Scratch: epi.sum_scratch = out.sum_scratch.ptr(); break;
+    case rules::SumsPath::ZeroedFirst: out.sums.fill_u32_async(0); break;
+    case rules::SumsPath::None:
+    case rules::SumsPath::Stored: break;
+  }
 }
 
 }  // namespace apnn

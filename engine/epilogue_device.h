@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "apnn/epilogue.h"
+#include "apnn/spec.h"
 #include "runtime/device_buffer.h"
 
 namespace apnn {
@@ -44,5 +45,11 @@ class EpilogueDevice {
  private:
   DeviceBuffer scale_, bias_, q_scale_, q_zero_, thresholds_;
 };
+
+// Readies a quantized output's sums for a launch of spec's kernel over O output channels whose
+// blocks run at most tiles_per_block tiles (rules::quantize_sums_path): points the kernel at
+// the output's sum_scratch, or zeroes the sums on the stream; nothing on the other paths.
+void prepare_sums(const KernelSpec& spec, int64_t O, int64_t tiles_per_block, LayerBuffers& out,
+                  EpilogueKernelArgs& epi);
 
 }  // namespace apnn
