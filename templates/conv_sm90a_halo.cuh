@@ -340,7 +340,6 @@ struct ConvSm90aHalo {
     i64 plane_words;  // words between planes (Ho*Wo*CW')
     int row0, O, r0, split;
     int zero_words;   // words after the two chunks that are only padding (O <= 64: the row's other 64 channels)
-    int arrivals;     // a pixel's readouts that add its sum, over the launch (epilogue.cuh's add_pixel_sum)
 
     // The code of y at row r (channel o): from the row's staged thresholds, else the float ops.
     __device__ __forceinline__ u32 code(const Prob& prob, i32 y, int o, int r) const {
@@ -397,7 +396,9 @@ struct ConvSm90aHalo {
         word[1] = __byte_perm(lo, hi, 0x7632);
       }
     }
-    __device__ __forceinline__ void run(const Prob& prob, const ConvColumn& col) const {
+    // pending: where this tile's sum goes into the scratch, the add is stashed there, to be
+    // issued at the thread's next tile's start (consume; epilogue.cuh's PixelSumAdd).
+    __device__ __forceinline__ void run(const Prob& prob, const ConvColumn& col, PixelSumAdd& pending) const {
       i32 sum = 0;
       for (int chunk = r0; chunk < 2; chunk += split) {
         u32 word[E::kQBits] = {};
@@ -422,7 +423,7 @@ struct ConvSm90aHalo {
       // Into the output's scratch (threads past chunk 1 hold no rows and do not count), or
       // into sums the runner zeroed (rules::quantize_sums_path).
       if (prob.epi.sum_scratch) {
-        if (r0 < 2) add_pixel_sum(prob.epi, col.p, sum, arrivals);
+        if (r0 < 2) pending.stash(col.p, sum);
       } else if (sum != 0) {
         atomicAdd(prob.epi.out_sum + col.p, sum);
       }
@@ -491,6 +492,7 @@ struct ConvSm90aHalo {
     ptx::mbar_wait(L.wfull, 0);
     if (wg == 1 && !alternate) ptx::named_barrier(3, 256);  // the skew: after warpgroup 0's first wgmmas
     Acc acc;
+    PixelSumAdd pending;  // QuantReadout's
     // The block's tiles first, first + step, ...: i counts them (the pipeline slot and phase).
     const int i_step = alternate ? 2 : 1;
     int i = alternate ? wg : 0;
@@ -504,6 +506,7 @@ struct ConvSm90aHalo {
         col = prob.visit_pixel(n, ho0 + jr, jw, [&](int k, i64 p) {
           if (Prob::kColsum) pix[k] = prob.pixsum[p];
         });
+      if constexpr (E::kQuantize) pending.issue(prob.epi);  // the previous tile's sum
       ptx::mbar_wait(L.full(i), L.full_parity(i));
       fence_acc(acc);
       ptx::wgmma_fence();
@@ -582,6 +585,9 @@ struct ConvSm90aHalo {
                        : "memory");
         }
       ptx::named_barrier(1 + wg, 128);
+      // The add issued at this tile's start has come back under its mainloop (every thread
+      // settles, so that none issues an add twice where its column is empty this tile).
+      if constexpr (E::kQuantize) pending.settle(prob.epi, arrivals);
       if (col.p >= 0) {
 #pragma unroll
         for (int k = 0; k < kPositions; ++k) col.colsum += pix[k];
@@ -590,8 +596,8 @@ struct ConvSm90aHalo {
           u32* planes = static_cast<u32*>(prob.epi.out);
           const i64 plane_words = static_cast<i64>(HoWo) * prob.out_cw;
           u32* dst = planes + (static_cast<i64>(n) * (E::kQBits - 1) * HoWo + col.p) * prob.out_cw + row0 / 32;
-          QuantReadout{stg + j * 4, stg + kBN * 4, dst, plane_words, row0, O, r0, split, alternate ? 2 : 0, arrivals}
-              .run(prob, col);
+          QuantReadout{stg + j * 4, stg + kBN * 4, dst, plane_words, row0, O, r0, split, alternate ? 2 : 0}
+              .run(prob, col, pending);
         } else {
           auto* y = static_cast<typename E::Out*>(prob.epi.out);
           const Readout out{stg + j * 4, stg + kBN * 4, y + (col.out + row0 * HoWo), HoWo, row0, min(64, O - row0), r0, split};
@@ -603,6 +609,10 @@ struct ConvSm90aHalo {
           }
         }
       }
+    }
+    if constexpr (E::kQuantize) {
+      pending.issue(prob.epi);
+      pending.settle(prob.epi, arrivals);
     }
   }
 };

@@ -197,18 +197,48 @@ __device__ __forceinline__ void epilogue_barrier() {
 // (the count never carries into the sum), and the add that brings the count to `arrivals` (the
 // pixel's adds over the launch: one an M tile here, more in the halo core's readout) holds
 // the total: it stores it and zeroes the word for the next launch. A memset before the
-// launch (and the early start it ends) cost a chain 2.3-2.9 us a layer (session 43). The add
-// returns a value, a round trip a tile (about 0.3 us), so the runners take this path only
-// where blocks run at most rules::kScratchTilesPerBlock tiles; longer persistent blocks add
-// to out_sum, zeroed first.
+// launch (and the early start it ends) cost a chain 2.3-2.9 us a layer (session 43).
+__device__ __forceinline__ unsigned long long pixel_sum_increment(i32 sum) {
+  return (static_cast<unsigned long long>(static_cast<u32>(sum)) << 32) | 1ull;
+}
+
+// The add settled at once, a round trip a tile (about 0.3 us): where blocks run at most
+// rules::kScratchTilesPerBlock tiles; longer persistent APMM blocks add to out_sum, zeroed
+// first.
 __device__ __forceinline__ void add_pixel_sum(const EpilogueArgs& a, int q, i32 sum, int arrivals) {
-  const unsigned long long inc = (static_cast<unsigned long long>(static_cast<u32>(sum)) << 32) | 1ull;
+  const unsigned long long inc = pixel_sum_increment(sum);
   const unsigned long long now = atomicAdd(a.sum_scratch + q, inc) + inc;
   if (static_cast<u32>(now) == static_cast<u32>(arrivals)) {
     a.out_sum[q] = static_cast<i32>(now >> 32);
     a.sum_scratch[q] = 0ull;
   }
 }
+
+// The same add for a persistent readout (the halo core's), which does not wait for it: a
+// tile's add is stashed, issued at the thread's next tile's start and settled after that
+// tile's mainloop (session 44: 0.7-5.2 us a layer; issued at the readout, the add's wait
+// landed at the next tile's start, where ptxas shares its scoreboard with the first loads).
+struct PixelSumAdd {
+  unsigned long long old;  // the word before this add, as it returns
+  i32 sum;                 // this add's
+  int q = -1;              // its pixel; -1: nothing pending
+
+  __device__ __forceinline__ void stash(int pixel, i32 s) {
+    q = pixel;
+    sum = s;
+  }
+  // Only the atomic here: anything computed from `old` (even old + inc) would wait for it.
+  __device__ __forceinline__ void issue(const EpilogueArgs& a) {
+    if (q >= 0) old = atomicAdd(a.sum_scratch + q, pixel_sum_increment(sum));
+  }
+  __device__ __forceinline__ void settle(const EpilogueArgs& a, int arrivals) {
+    if (q >= 0 && static_cast<u32>(old) + 1u == static_cast<u32>(arrivals)) {
+      a.out_sum[q] = static_cast<i32>(static_cast<u32>(old >> 32) + static_cast<u32>(sum));
+      a.sum_scratch[q] = 0ull;
+    }
+    q = -1;
+  }
+};
 
 template <class T, class Core, bool kInPipeline = true, int kBarrierId = 0, int kBarrierThreads = 0, class P,
           class Acc>
