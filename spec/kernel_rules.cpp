@@ -354,9 +354,10 @@ SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per
   if (!spec.epilogue.quantize()) return SumsPath::None;
   // pooled_store adds to zeroed sums; the halo core's readout has several threads a pixel.
   if (spec.epilogue.pool() || !spec.tile) return SumsPath::ZeroedFirst;
-  if (O <= spec.tile->bm && !spec.tile->halo) return SumsPath::Stored;
-  const int64_t most = spec.tile->halo ? kHaloScratchTilesPerBlock : kScratchTilesPerBlock;
-  return tiles_per_block <= most ? SumsPath::Scratch : SumsPath::ZeroedFirst;
+  // The halo core settles each add under its next tile's mainloop (session 44).
+  if (spec.tile->halo) return SumsPath::Scratch;
+  if (O <= spec.tile->bm) return SumsPath::Stored;
+  return tiles_per_block <= kScratchTilesPerBlock ? SumsPath::Scratch : SumsPath::ZeroedFirst;
 }
 
 bool wgmma_disabled_by_env() {

@@ -146,15 +146,15 @@ int apmm_code_staging_bytes(const Tile& t, const Epilogue& e);
 // How a chain's kernel writes the per-pixel sums of its quantized output (templates/
 // epilogue.cuh), for O output channels (rows) where a block runs at most tiles_per_block
 // tiles: Stored where one M tile holds them all (not on the halo core, whose readout has
-// several threads a pixel); Scratch where blocks run at most kScratchTilesPerBlock tiles (the
-// halo core: kHaloScratchTilesPerBlock), added up in the output's sum_scratch, which the
-// kernel leaves zero; else ZeroedFirst, added to the sums the runner zeroes before the launch
-// (longer persistent blocks, pooled chains); None without a quantize. Scratch waits for an
-// atomic's round trip a tile (about 0.3 us), the memset costs a launch 1-3 us (bench/NOTES.md,
-// session 43: 4 tiles a block gained 0.2-1.3 us, 8 lost up to 2 us; on the halo core, whose
-// readout waits for two to four adds a pixel, 1 tile gained 1.4-2.1 us and 4 lost 0.9-2.1).
+// several threads a pixel); Scratch, added up in the output's sum_scratch, which the kernel
+// leaves zero, on the halo core (whose readout settles each add under its next tile's
+// mainloop) and where blocks run at most kScratchTilesPerBlock tiles; else ZeroedFirst,
+// added to the sums the runner zeroes before the launch (longer persistent APMM blocks,
+// pooled chains); None without a quantize. Scratch waits for an atomic's round trip a tile
+// (about 0.3 us) where it settles the add at once, the memset costs a launch 1-3 us
+// (bench/NOTES.md, session 43: 4 tiles a block gained 0.2-1.3 us, 8 lost up to 2 us; session
+// 44: the halo core's deferred settle gained 0.7-5.2 us at 1-28 tiles a block).
 inline constexpr int64_t kScratchTilesPerBlock = 4;
-inline constexpr int64_t kHaloScratchTilesPerBlock = 1;
 enum class SumsPath { None, Stored, Scratch, ZeroedFirst };
 SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per_block);
 // Whether an APConv on the wgmma core runs as a persistent grid (at most a wave of blocks,

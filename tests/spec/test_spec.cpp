@@ -1034,11 +1034,15 @@ TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pi
   KernelSpec conv = pooled;
   conv.epilogue.ops.erase(conv.epilogue.ops.begin());
   CHECK(apnn::rules::quantize_sums_path(conv, 300, 1) == SumsPath::Scratch);
-  // The halo core's readout has several threads a pixel: never stored, even of one M tile,
-  // and its waits cost more a tile: the scratch only where each block runs one.
+  // The halo core's readout has several threads a pixel: never stored, even of one M tile;
+  // it settles each add under the next tile's mainloop, so its blocks take the scratch however
+  // many tiles they run.
   conv.tile = apnn::Tile{128, 32, 256, 3, 4, 1, 1, true};
   CHECK(apnn::rules::quantize_sums_path(conv, 64, 1) == SumsPath::Scratch);
-  CHECK(apnn::rules::quantize_sums_path(conv, 64, 2) == SumsPath::ZeroedFirst);
+  CHECK(apnn::rules::quantize_sums_path(conv, 64, 2) == SumsPath::Scratch);
+  CHECK(apnn::rules::quantize_sums_path(conv, 600, 28) == SumsPath::Scratch);
+  pooled.tile = conv.tile;
+  CHECK(apnn::rules::quantize_sums_path(pooled, 64, 28) == SumsPath::ZeroedFirst);
 }
 
 TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a multiple of 16 up to 128, bk 256") {
