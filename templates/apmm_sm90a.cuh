@@ -12,8 +12,14 @@
 
 namespace apnn {
 
+// A quantize chain's pending pixel-sum adds a thread on the cp.async core (ApmmProblemSm90a).
 template <class T>
-struct ApmmProblemSm90a : ApmmProblem<T> {
+constexpr int apmm_pending_sums() {
+  return T::Epi::kQuantize && T::kClusterM * T::kClusterN == 1 ? quantized_items_per_thread<T, GemmSm80<T>>() : 0;
+}
+
+template <class T>
+struct ApmmProblemSm90a : ApmmProblem<T>, PixelSumAdds<apmm_pending_sums<T>()> {
   using Core90 = GemmSm90a<T>;
   using Core80 = GemmSm80<T>;
   static constexpr int kNI = Core90::kNI;
@@ -39,14 +45,37 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
   static constexpr int kWarpgroups = T::kWarpsM * T::kWarpsN / 4;
   using E = typename T::Epi;
   static constexpr bool kTmaStore = E::kPlain && Core90::kWN == 256 && Core90::kStageBytes >= kWarpgroups * kStagingBytes;
-  // No per-thread branches in the hooks: GemmSm90a::run's loop stays warp-uniform.
+  // No per-thread branches in the hooks: GemmSm90a::run's loop stays warp-uniform (the
+  // deferred adds below branch per thread, but reconverge before the tile's mainloop, whose
+  // descriptors stay in uniform registers: SASS checked).
   static constexpr bool kUniformLoop = true;
-  // GemmSm90a::run's tile order (every gridDim.x-th tile) and per-tile hook (none needed).
+  // A quantize chain on the cp.async core defers its pixel-sum adds into the scratch
+  // (epilogue.cuh's PixelSumAdd), one a thread's item of quantized_store: stashed at a tile's
+  // store, issued at the block's next tile's start (begin_tile), settled at that tile's store
+  // or after the block's last tile (end_tiles), so that persistent blocks of any number of
+  // tiles take the scratch (rules::quantize_sums_path).
+  static constexpr int kPendingSums = apmm_pending_sums<T>();  // the PixelSumAdds base's
+  static constexpr bool kDeferredSums = kPendingSums > 0;
+  // GemmSm90a::run's tile order (every gridDim.x-th tile) and per-tile hooks.
   __device__ __forceinline__ void block_tiles(int ntiles, int& first, int& stride, int& count) const {
     Core90::strided_tiles(ntiles, first, stride, count);
   }
   __device__ __forceinline__ void prefetch_tile(int, int) const {}
-  __device__ __forceinline__ void begin_tile(int, int, bool) const {}
+  __device__ __forceinline__ void begin_tile(int, int, bool) const {
+    if constexpr (kDeferredSums) {
+#pragma unroll
+      for (int k = 0; k < kPendingSums; ++k) this->pending[k].issue(this->epi);
+    }
+  }
+  __device__ __forceinline__ void end_tiles() const {
+    if constexpr (kDeferredSums) {
+#pragma unroll
+      for (int k = 0; k < kPendingSums; ++k) {
+        this->pending[k].issue(this->epi);
+        this->pending[k].settle(this->epi, (this->a_rows + T::kBM - 1) / T::kBM);
+      }
+    }
+  }
   __device__ __forceinline__ void split_tile(int tile, int tiles_m, int& tm, int& tn) const {
     tm = tile % tiles_m;
     tn = tile / tiles_m;
@@ -172,8 +201,10 @@ struct ApmmProblemSm90a : ApmmProblem<T> {
       if (kTmaCore && m_base / T::kBM * T::kBM >= this->M) return;
       StagedTile tile{*this, n_base / T::kBN * T::kBN};
       tile.smem = this->smem + kCodesOffsetBytes / 4;
-      quantized_store<T, Core80, false, kTmaCore ? kTmaConsumersBarrier : 0, kTmaCore ? Core80::kThreads : 0>(
-          tile, acc, m_base, n_base, g, tig, m_base / T::kBM * T::kBM, n_base / T::kBN);
+      PixelSumAdd* pending = nullptr;
+      if constexpr (kDeferredSums) pending = this->pending;
+      quantized_store<T, Core80, false, kTmaCore ? kTmaConsumersBarrier : 0, kTmaCore ? Core80::kThreads : 0, kPendingSums>(
+          tile, acc, m_base, n_base, g, tig, m_base / T::kBM * T::kBM, n_base / T::kBN, pending);
       return;
     }
     using Out = typename E::Out;  // Final, or i16 for the plain int16 output
@@ -380,6 +411,7 @@ __device__ __forceinline__ void apmm_sm90a(u32* smem, const u32* wp, const i32* 
                                            const EpilogueArgs& epi, int M, int N, int K, int ld, const TmaMap* ymap) {
   const int out_cw = (M + 127) / 128 * 4;
   const ApmmProblemSm90a<T> prob{{wp, static_cast<i64>(M) * ld, M, ld, ld, xp, wsum, xsum, epi, smem, M, N, K, N, N, out_cw},
+                                 {},
                                  ymap};
   if (threadIdx.x == 0) prob.prefetch_output_map();
   // Launched with early_start (apmm_runner.cpp): global memory only after the wait.

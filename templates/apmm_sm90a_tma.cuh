@@ -17,7 +17,7 @@ __device__ __forceinline__ void apmm_sm90a_tma(u32* smem, const TmaMap* wmap, co
                                                const TmaMap* ymap) {
   const int out_cw = (M + 127) / 128 * 4;
   const ApmmProblemSm90a<T> prob{
-      {nullptr, static_cast<i64>(M) * ld, M, ld, ld, nullptr, wsum, xsum, epi, smem, M, N, K, N, N, out_cw}, ymap};
+      {nullptr, static_cast<i64>(M) * ld, M, ld, ld, nullptr, wsum, xsum, epi, smem, M, N, K, N, N, out_cw}, {}, ymap};
   GemmSm90aTma<T>::run(smem, wmap, xmap, prob);
 }
 

@@ -148,6 +148,7 @@ struct ConvProblemSm90a : ConvProblem<T, GemmSm90a<T>> {
     }
     table_tile = this->col_tile;
   }
+  __device__ __forceinline__ void end_tiles() const {}  // quantize chains are not persistent (rules::conv_persistent)
 };
 
 template <class T>

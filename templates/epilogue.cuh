@@ -214,10 +214,11 @@ __device__ __forceinline__ void add_pixel_sum(const EpilogueArgs& a, int q, i32 
   }
 }
 
-// The same add for a persistent readout (the halo core's), which does not wait for it: a
-// tile's add is stashed, issued at the thread's next tile's start and settled after that
-// tile's mainloop (session 44: 0.7-5.2 us a layer; issued at the readout, the add's wait
-// landed at the next tile's start, where ptxas shares its scoreboard with the first loads).
+// The same add for a persistent block (the halo core's readout, APMM on the cp.async wgmma
+// core), which does not wait for it: a tile's add is stashed, issued at the thread's next
+// tile's start and settled after that tile's mainloop (session 44: 0.7-5.2 us a halo layer;
+// issued at the readout, the add's wait landed at the next tile's start, where ptxas shares
+// its scoreboard with the first loads).
 struct PixelSumAdd {
   unsigned long long old;  // the word before this add, as it returns
   i32 sum;                 // this add's
@@ -240,10 +241,34 @@ struct PixelSumAdd {
   }
 };
 
-template <class T, class Core, bool kInPipeline = true, int kBarrierId = 0, int kBarrierThreads = 0, class P,
-          class Acc>
+// A thread's kN pending adds, or none, as a base of a problem that the core's hooks change
+// through const access; empty, it adds no bytes (an empty member moved the registers of the
+// TMA core's plain kernels).
+template <int kN>
+struct PixelSumAdds {
+  mutable PixelSumAdd pending[kN];
+};
+template <>
+struct PixelSumAdds<0> {};
+
+// quantized_store's items (tile column, 32-row chunk), whole warps of them, and the most a
+// thread takes: the pixel-sum adds a thread of a deferring block holds (PixelSumAdd).
+template <class T>
+constexpr int quantized_items() {
+  return (T::kBN * (T::kBM / 32) + 31) / 32 * 32;
+}
+template <class T, class Core>
+constexpr int quantized_items_per_thread() {
+  return (quantized_items<T>() + Core::kThreads - 1) / Core::kThreads;
+}
+
+// kPending > 0: the block is persistent and defers its pixel-sum adds (PixelSumAdd):
+// `pending` holds the thread's adds of its previous tile, issued since (the problem's
+// begin_tile), settled here, and this tile's are stashed in their place.
+template <class T, class Core, bool kInPipeline = true, int kBarrierId = 0, int kBarrierThreads = 0, int kPending = 0,
+          class P, class Acc>
 __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, int m_base, int n_base, int g, int tig,
-                                                int m0, int col) {
+                                                int m0, int col, PixelSumAdd* pending = nullptr) {
   using E = typename T::Epi;
   static_assert(E::kQuantize && !E::kPool && T::kBM % 32 == 0 && E::kQBits <= 8, "codes of one byte, whole words");
   // A column's bytes: kBM + 16 keeps the 16-byte loads aligned (kLd / 16 odd: 8 lanes hit 8
@@ -372,20 +397,50 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   // channel, one store that no other block adds to) rather than one a chunk. Whole warps run
   // the loop (items past the tile's columns are empty) for the shuffles.
   static_assert(32 % kChunks == 0, "a column's chunks within one warp");
-  constexpr int kItems = (T::kBN * kChunks + 31) / 32 * 32;
+  constexpr int kItems = quantized_items<T>();
   const bool store_sums = O <= T::kBM;
-  for (int i = threadIdx.x; i < kItems; i += Core::kThreads) {
+  // Item i's column sum, on the lanes of all its chunks (q: its pixel; `mine`: the lane that
+  // places it).
+  auto item_sum = [&](int i, int& q, bool& mine) {
     const int c = i / kChunks, chunk = i % kChunks;
-    const int q = col * T::kBN + c;
+    q = col * T::kBN + c;
     const bool ok = c < T::kBN && q < prob.out_pixels;
     i32 sum = 0;
     if (ok) sum = pack(c, chunk, q);
 #pragma unroll
     for (int d = 1; d < kChunks; d *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-    if (ok && chunk == 0) {
-      if (store_sums) prob.epi.out_sum[q] = sum;
-      else if (prob.epi.sum_scratch) add_pixel_sum(prob.epi, q, sum, (O + T::kBM - 1) / T::kBM);
-      else if (sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
+    mine = ok && chunk == 0;
+    return sum;
+  };
+  if constexpr (kPending > 0) {
+    // The deferring block's loop, a constant count (so that pending[k] stays in registers);
+    // the other loop keeps the SASS of every other kernel as measured.
+    static_assert(kPending == quantized_items_per_thread<T, Core>(), "an add a thread's item");
+#pragma unroll
+    for (int k = 0; k < kPending; ++k) pending[k].settle(prob.epi, (O + T::kBM - 1) / T::kBM);  // one add an M tile
+#pragma unroll
+    for (int k = 0; k < kPending; ++k) {
+      const int i = threadIdx.x + k * Core::kThreads;
+      if (i >= kItems) break;  // whole warps (kItems and kThreads are multiples of 32)
+      int q;
+      bool mine;
+      const i32 sum = item_sum(i, q, mine);
+      if (mine) {
+        if (store_sums) prob.epi.out_sum[q] = sum;
+        else if (prob.epi.sum_scratch) pending[k].stash(q, sum);
+        else if (sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
+      }
+    }
+  } else {
+    for (int i = threadIdx.x; i < kItems; i += Core::kThreads) {
+      int q;
+      bool mine;
+      const i32 sum = item_sum(i, q, mine);
+      if (mine) {
+        if (store_sums) prob.epi.out_sum[q] = sum;
+        else if (prob.epi.sum_scratch) add_pixel_sum(prob.epi, q, sum, (O + T::kBM - 1) / T::kBM);
+        else if (sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
+      }
     }
   }
 }

@@ -260,9 +260,9 @@ struct GemmSm90a {
   // a_plane_stride, a_rows, a_ld, k_words, load_b, store) plus N, the rows of B,
   // block_tiles(ntiles, first, stride, count), split_tile(tile, tiles_m, tm, tn) (the tile's
   // M tile and column tile), prefetch_tile(tm, tn) of the first tile, called by every thread
-  // before the first copies, and begin_tile(tile, tiles_m, first), called by every thread
-  // before a tile's mainloop; load_b writes this core's layout; kUniformLoop (see
-  // warpgroup_index).
+  // before the first copies, begin_tile(tile, tiles_m, first), called by every thread
+  // before a tile's mainloop, and end_tiles(), by every thread after its block's last tile;
+  // load_b writes this core's layout; kUniformLoop (see warpgroup_index).
   template <class Problem>
   static __device__ __forceinline__ void run(u32* smem_raw, const Problem& prob) {
     const u32 raw_addr = ptx::smem_addr(smem_raw);
@@ -383,6 +383,7 @@ struct GemmSm90a {
       }
     }
     if constexpr (Problem::kTmaStore) prob.finish_stores();
+    prob.end_tiles();
   }
 };
 
