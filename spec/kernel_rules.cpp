@@ -357,6 +357,9 @@ SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per
   // The halo core settles each add under its next tile's mainloop (session 44).
   if (spec.tile->halo) return SumsPath::Scratch;
   if (O <= spec.tile->bm) return SumsPath::Stored;
+  // APMM's cp.async wgmma core defers its adds too (templates/apmm_sm90a.cuh); a grid of one
+  // tile a block (mma.sync, convs) settles them at once, and so does the TMA core (clusters).
+  if (spec.op == Op::Apmm && spec.tile->cluster <= 1) return SumsPath::Scratch;
   return tiles_per_block <= kScratchTilesPerBlock ? SumsPath::Scratch : SumsPath::ZeroedFirst;
 }
 

@@ -147,10 +147,10 @@ int apmm_code_staging_bytes(const Tile& t, const Epilogue& e);
 // epilogue.cuh), for O output channels (rows) where a block runs at most tiles_per_block
 // tiles: Stored where one M tile holds them all (not on the halo core, whose readout has
 // several threads a pixel); Scratch, added up in the output's sum_scratch, which the kernel
-// leaves zero, on the halo core (whose readout settles each add under its next tile's
-// mainloop) and where blocks run at most kScratchTilesPerBlock tiles; else ZeroedFirst,
-// added to the sums the runner zeroes before the launch (longer persistent APMM blocks,
-// pooled chains); None without a quantize. Scratch waits for an atomic's round trip a tile
+// leaves zero, on the halo core and APMM's cp.async wgmma core (which settle each add under
+// the block's next tile's mainloop) and where blocks run at most kScratchTilesPerBlock tiles;
+// else ZeroedFirst, added to the sums the runner zeroes before the launch (the TMA core's
+// longer persistent blocks, pooled chains); None without a quantize. Scratch waits for an atomic's round trip a tile
 // (about 0.3 us) where it settles the add at once, the memset costs a launch 1-3 us
 // (bench/NOTES.md, session 43: 4 tiles a block gained 0.2-1.3 us, 8 lost up to 2 us; session
 // 44: the halo core's deferred settle gained 0.7-5.2 us at 1-28 tiles a block).

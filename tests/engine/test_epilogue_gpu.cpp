@@ -246,6 +246,12 @@ TEST_CASE("apmm chains on warpgroup tiles: the wgmma core's stores and staged co
     for (const char* c : {chains[0], chains[2], chains[3]})
       for (const Tile& t : {tiles[1], tiles[2]}) run(p, c, t, {200, 300, 1500});
   run(kPrecisions[0], chains[2], tiles[0], {7, 13, 300});
+  // Blocks of 4-5 tiles (128x128: 585 tiles, 128x64: 1170), M and N past a tile: each
+  // thread's pixel-sum adds are settled a tile after they are issued (PixelSumAdd), the
+  // last after the block's loop; O of 9 M tiles.
+  for (const char* c : {chains[2], chains[3]})
+    for (const Tile& t : {tiles[0], tiles[2]}) run(kPrecisions[0], c, t, {1100, 8300, 130});
+  run(kPrecisions[1], chains[2], tiles[2], {1100, 8300, 130});
   std::printf("epilogue apmm chains on warpgroup tiles: %d cases exact\n", cases);
 }
 

@@ -1014,13 +1014,20 @@ TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pi
   CHECK(apnn::rules::core_shared_bytes(q, true) ==
         apnn::rules::wgmma_shared_bytes(*q.tile, q.w, q.x) + apnn::rules::apmm_code_staging_bytes(*q.tile, q.epilogue));
   // quantized_store stores the sums of one M tile; several M tiles add theirs up in the
-  // output's sum_scratch where blocks run at most 4 tiles, else in sums zeroed first.
+  // output's sum_scratch: on the cp.async core however many tiles its blocks run (each add
+  // settled a tile later), on the TMA core where blocks run at most 4 tiles, else in sums
+  // zeroed first.
   using apnn::rules::SumsPath;
   CHECK(apnn::rules::quantize_sums_path(q, 64, 9) == SumsPath::Stored);
   CHECK(apnn::rules::quantize_sums_path(q, 1, 1) == SumsPath::Stored);
   CHECK(apnn::rules::quantize_sums_path(q, 65, 1) == SumsPath::Scratch);
   CHECK(apnn::rules::quantize_sums_path(q, 65, 4) == SumsPath::Scratch);
-  CHECK(apnn::rules::quantize_sums_path(q, 65, 5) == SumsPath::ZeroedFirst);
+  CHECK(apnn::rules::quantize_sums_path(q, 65, 5) == SumsPath::Scratch);
+  CHECK(apnn::rules::quantize_sums_path(q, 1000, 40) == SumsPath::Scratch);
+  KernelSpec tma = q;
+  tma.tile = apnn::Tile{128, 64, 1024, 4, 8, 1, 2};
+  CHECK(apnn::rules::quantize_sums_path(tma, 200, 4) == SumsPath::Scratch);
+  CHECK(apnn::rules::quantize_sums_path(tma, 200, 5) == SumsPath::ZeroedFirst);
   KernelSpec relu = q;
   relu.epilogue.ops.pop_back();  // no quantize: no codes, no sums
   CHECK(apnn::rules::apmm_code_staging_bytes(*relu.tile, relu.epilogue) == 0);
