@@ -352,9 +352,10 @@ int apmm_code_staging_bytes(const Tile& t, const Epilogue& e) { return e.quantiz
 
 SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per_block) {
   if (!spec.epilogue.quantize()) return SumsPath::None;
-  // pooled_store adds to zeroed sums; the halo core's readout has several threads a pixel.
+  // pooled_store adds to zeroed sums.
   if (spec.epilogue.pool() || !spec.tile) return SumsPath::ZeroedFirst;
-  // The halo core settles each add under its next tile's mainloop (session 44).
+  // The halo core's readout has several threads a pixel (never Stored); it settles each add
+  // under its next tile's mainloop (session 44).
   if (spec.tile->halo) return SumsPath::Scratch;
   if (O <= spec.tile->bm) return SumsPath::Stored;
   // APMM's cp.async wgmma core defers its adds too (templates/apmm_sm90a.cuh); a grid of one
