@@ -19,9 +19,9 @@ struct OutputDims {
 struct LayerBuffers {
   DeviceBuffer values;  // int32 / float32 values, or the packed planes of a quantize
   DeviceBuffer sums;    // quantize: per output pixel sum_s alpha_s*popc (pixsum / rowsum)
-  // quantize: a 64-bit word a pixel that M tiles add their sums and arrivals to where blocks
-  // run few tiles (rules::SumsPath::Scratch); zeroed here once, and left zero by every launch
-  // (templates/epilogue.cuh, add_pixel_sum)
+  // quantize: a 64-bit word a pixel that M tiles add their sums and arrivals to where
+  // rules::quantize_sums_path says Scratch; zeroed here once, and left zero by every launch
+  // (templates/epilogue.cuh, add_pixel_sum and PixelSumAdd)
   DeviceBuffer sum_scratch;
 };
 

@@ -25,9 +25,9 @@ struct EpilogueArgs {
   void* out;             // i32 / float values, or (quantize) packed planes
   i32* out_sum;          // quantize: per output pixel sum_s alpha_s*popc
   const i32* thresholds; // quantize by thresholds (Epi::kQThresholds): 2^q words a channel
-  // quantize, or null: where blocks run few tiles, a word a pixel that the M tiles add their
-  // sums to, zero between launches (add_pixel_sum); null: they add to out_sum, zeroed before
-  // the launch
+  // quantize, or null: a word a pixel that the M tiles add their sums to, zero between
+  // launches (add_pixel_sum, PixelSumAdd; rules::quantize_sums_path says where); null: they
+  // add to out_sum, zeroed before the launch
   unsigned long long* sum_scratch;
 };
 
@@ -202,9 +202,9 @@ __device__ __forceinline__ unsigned long long pixel_sum_increment(i32 sum) {
   return (static_cast<unsigned long long>(static_cast<u32>(sum)) << 32) | 1ull;
 }
 
-// The add settled at once, a round trip a tile (about 0.3 us): where blocks run at most
-// rules::kScratchTilesPerBlock tiles; longer persistent APMM blocks add to out_sum, zeroed
-// first.
+// The add settled at once, a round trip a tile (about 0.3 us): grids of a block a tile
+// (mma.sync, the convs) and the TMA core's blocks of at most rules::kScratchTilesPerBlock
+// tiles; its longer persistent blocks add to out_sum, zeroed first.
 __device__ __forceinline__ void add_pixel_sum(const EpilogueArgs& a, int q, i32 sum, int arrivals) {
   const unsigned long long inc = pixel_sum_increment(sum);
   const unsigned long long now = atomicAdd(a.sum_scratch + q, inc) + inc;
@@ -393,8 +393,9 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   };
   // Items (tile column c, chunk), a column's chunks on adjacent lanes: their plane words are
   // contiguous for the warp's stores, and their sums one shuffle reduction, so a column takes
-  // one atomic (add_pixel_sum's, or an add to zeroed sums; where one M tile holds every
-  // channel, one store that no other block adds to) rather than one a chunk. Whole warps run
+  // one atomic (add_pixel_sum's or a deferred PixelSumAdd's, or an add to zeroed sums; where
+  // one M tile holds every channel, one store that no other block adds to) rather than one a
+  // chunk. Whole warps run
   // the loop (items past the tile's columns are empty) for the shuffles.
   static_assert(32 % kChunks == 0, "a column's chunks within one warp");
   constexpr int kItems = quantized_items<T>();
