@@ -202,16 +202,20 @@ __device__ __forceinline__ unsigned long long pixel_sum_increment(i32 sum) {
   return (static_cast<unsigned long long>(static_cast<u32>(sum)) << 32) | 1ull;
 }
 
+// The add that completed a pixel's count: its total to out_sum, the word zeroed for the next
+// launch.
+__device__ __forceinline__ void finish_pixel_sum(const EpilogueArgs& a, int q, i32 total) {
+  a.out_sum[q] = total;
+  a.sum_scratch[q] = 0ull;
+}
+
 // The add settled at once, a round trip a tile (about 0.3 us): grids of a block a tile
 // (mma.sync, the convs) and the TMA core's blocks of at most rules::kScratchTilesPerBlock
 // tiles; its longer persistent blocks add to out_sum, zeroed first.
 __device__ __forceinline__ void add_pixel_sum(const EpilogueArgs& a, int q, i32 sum, int arrivals) {
   const unsigned long long inc = pixel_sum_increment(sum);
   const unsigned long long now = atomicAdd(a.sum_scratch + q, inc) + inc;
-  if (static_cast<u32>(now) == static_cast<u32>(arrivals)) {
-    a.out_sum[q] = static_cast<i32>(now >> 32);
-    a.sum_scratch[q] = 0ull;
-  }
+  if (static_cast<u32>(now) == static_cast<u32>(arrivals)) finish_pixel_sum(a, q, static_cast<i32>(now >> 32));
 }
 
 // The same add for a persistent block (the halo core's readout, APMM on the cp.async wgmma
@@ -233,10 +237,8 @@ struct PixelSumAdd {
     if (q >= 0) old = atomicAdd(a.sum_scratch + q, pixel_sum_increment(sum));
   }
   __device__ __forceinline__ void settle(const EpilogueArgs& a, int arrivals) {
-    if (q >= 0 && static_cast<u32>(old) + 1u == static_cast<u32>(arrivals)) {
-      a.out_sum[q] = static_cast<i32>(static_cast<u32>(old >> 32) + static_cast<u32>(sum));
-      a.sum_scratch[q] = 0ull;
-    }
+    if (q >= 0 && static_cast<u32>(old) + 1u == static_cast<u32>(arrivals))
+      finish_pixel_sum(a, q, static_cast<i32>(static_cast<u32>(old >> 32) + static_cast<u32>(sum)));
     q = -1;
   }
 };
