@@ -352,8 +352,11 @@ int apmm_code_staging_bytes(const Tile& t, const Epilogue& e) { return e.quantiz
 
 SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per_block) {
   if (!spec.epilogue.quantize()) return SumsPath::None;
-  // pooled_store adds to zeroed sums.
-  if (spec.epilogue.pool() || !spec.tile) return SumsPath::ZeroedFirst;
+  if (!spec.tile) return SumsPath::ZeroedFirst;
+  // pooled_store adds a pixel's sum per 32-row chunk (never Stored); its blocks run one tile
+  // (staged conv chains are not persistent: conv_persistent).
+  if (spec.epilogue.pool())
+    return tiles_per_block <= kScratchTilesPerBlock ? SumsPath::Scratch : SumsPath::ZeroedFirst;
   // The halo core's readout has several threads a pixel (never Stored); it settles each add
   // under its next tile's mainloop (session 44).
   if (spec.tile->halo) return SumsPath::Scratch;

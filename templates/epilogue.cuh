@@ -210,8 +210,9 @@ __device__ __forceinline__ void finish_pixel_sum(const EpilogueArgs& a, int q, i
 }
 
 // The add settled at once, a round trip a tile (about 0.3 us): grids of a block a tile
-// (mma.sync, the convs) and the TMA core's blocks of at most rules::kScratchTilesPerBlock
-// tiles; its longer persistent blocks add to out_sum, zeroed first.
+// (mma.sync, the convs, pooled_store's warps a batch of adds at a time) and the TMA core's
+// blocks of at most rules::kScratchTilesPerBlock tiles; its longer persistent blocks add to
+// out_sum, zeroed first.
 __device__ __forceinline__ void add_pixel_sum(const EpilogueArgs& a, int q, i32 sum, int arrivals) {
   const unsigned long long inc = pixel_sum_increment(sum);
   const unsigned long long now = atomicAdd(a.sum_scratch + q, inc) + inc;
@@ -482,6 +483,18 @@ __device__ __forceinline__ void pooled_store(const P& prob, const Acc& acc, int 
     }
   __syncthreads();
   const int lane = threadIdx.x & 31;
+  // Into the scratch (rules::quantize_sums_path): every (pixel, chunk) task adds, its sum
+  // zero or not, so a pixel's count is its M tiles' chunks. Lane `held` keeps the warp's
+  // held-th add and the warp issues them together (flush): one round trip for up to 32
+  // tasks, where an add settled at each task would wait for each.
+  [[maybe_unused]] int held = 0, held_q = -1;
+  [[maybe_unused]] i32 held_sum = 0;
+  [[maybe_unused]] const int arrivals = (O + T::kBM - 1) / T::kBM * kChunks;
+  const auto flush = [&] {
+    if (held_q >= 0) add_pixel_sum(prob.epi, held_q, held_sum, arrivals);
+    held_q = -1;
+    held = 0;
+  };
   for (int task = threadIdx.x >> 5; task < kOutPerTile * kChunks; task += Core::kThreads / 32) {
     const int j = task / kChunks, chunk = task - j * kChunks;
     const int q = col * kOutPerTile + j;
@@ -502,7 +515,12 @@ __device__ __forceinline__ void pooled_store(const P& prob, const Acc& acc, int 
         sum += plane_weight(E::kQBits, E::kQEnc, s) * __popc(word);
         if (lane == s) planes[((static_cast<i64>(img) * E::kQBits + s) * prob.out_hw + pix) * prob.out_cw + cw] = word;
       }
-      if (lane == 0 && sum != 0) atomicAdd(prob.epi.out_sum + q, sum);
+      if (prob.epi.sum_scratch) {  // warp-uniform
+        if (lane == held) held_q = q, held_sum = sum;
+        if (++held == 32) flush();
+      } else if (lane == 0 && sum != 0) {
+        atomicAdd(prob.epi.out_sum + q, sum);
+      }
       // Words past the last block's channels (up to the 128-bit row) are zero bits.
       if (m0 + T::kBM >= O && chunk == kChunks - 1)  // the last tile along M
         for (int w = (m0 + T::kBM) / 32 + lane; w < prob.out_cw; w += 32)
@@ -513,6 +531,7 @@ __device__ __forceinline__ void pooled_store(const P& prob, const Acc& acc, int 
       if (ok) static_cast<typename E::Final*>(prob.epi.out)[(static_cast<i64>(img) * O + o) * prob.out_hw + pix] = x;
     }
   }
+  if constexpr (E::kQuantize) flush();
 }
 
 // The staged epilogues (a chain with a pool or a quantize), on a Problem P (apmm_sm80.cuh,

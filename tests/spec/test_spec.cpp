@@ -1032,12 +1032,15 @@ TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pi
   relu.epilogue.ops.pop_back();  // no quantize: no codes, no sums
   CHECK(apnn::rules::apmm_code_staging_bytes(*relu.tile, relu.epilogue) == 0);
   CHECK(apnn::rules::quantize_sums_path(relu, 65, 1) == SumsPath::None);
-  // pooled_store adds to zeroed sums, even of one M tile.
+  // pooled_store adds a pixel's sum per 32-row chunk into the scratch, even of one M tile
+  // (its blocks run one tile).
   KernelSpec pooled = apnn::canonicalize(apnn::parse_spec_text(
       R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned","kernel":[3,3],"pad":[1,1],
           "epilogue":[{"op":"pool","kind":"max","size":2},{"op":"quantize","bits":2,"enc":"unsigned"}]})"));
   pooled.tile = q.tile;
-  CHECK(apnn::rules::quantize_sums_path(pooled, 64, 1) == SumsPath::ZeroedFirst);
+  CHECK(apnn::rules::quantize_sums_path(pooled, 64, 1) == SumsPath::Scratch);
+  CHECK(apnn::rules::quantize_sums_path(pooled, 300, 1) == SumsPath::Scratch);
+  CHECK(apnn::rules::quantize_sums_path(pooled, 300, 5) == SumsPath::ZeroedFirst);
   KernelSpec conv = pooled;
   conv.epilogue.ops.erase(conv.epilogue.ops.begin());
   CHECK(apnn::rules::quantize_sums_path(conv, 300, 1) == SumsPath::Scratch);
