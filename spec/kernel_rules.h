@@ -146,14 +146,16 @@ int apmm_code_staging_bytes(const Tile& t, const Epilogue& e);
 // How a chain's kernel writes the per-pixel sums of its quantized output (templates/
 // epilogue.cuh), for O output channels (rows) where a block runs at most tiles_per_block
 // tiles: Stored where one M tile holds them all (not on the halo core, whose readout has
-// several threads a pixel, nor a pooled chain's, an add a 32-row chunk); Scratch, added up in the output's sum_scratch, which the kernel
-// leaves zero, on the halo core and APMM's cp.async wgmma core (which settle each add under
-// the block's next tile's mainloop; APMM on mma.sync runs a block a tile) and where blocks run
-// at most kScratchTilesPerBlock tiles; else ZeroedFirst, added to the sums the runner zeroes
-// before the launch (the TMA core's longer persistent blocks); None without a quantize. Settled at once, the scratch waits for an atomic's round trip a tile (about 0.3
-// us); the memset costs a launch 1-3 us (bench/NOTES.md, session 43: 4 tiles a block gained
-// 0.2-1.3 us, 8 lost up to 2 us; session 44, settled a tile later: halo layers 0.7-5.2 us at
-// 1-28 tiles a block, APMM 0.2-2.8 us at 1-16; session 45: pooled chains).
+// several threads a pixel, nor a pooled chain's, an add a 32-row chunk); Scratch, added up in
+// the output's sum_scratch, which the kernel leaves zero, on the halo core and APMM's cp.async
+// wgmma core (which settle each add under the block's next tile's mainloop; APMM on mma.sync
+// runs a block a tile) and where blocks run at most kScratchTilesPerBlock tiles (the other
+// convs and pooled chains: a tile a block); else ZeroedFirst, added to the sums the runner
+// zeroes before the launch (the TMA core's longer persistent blocks); None without a quantize.
+// Settled at once, the scratch waits for an atomic's round trip a tile (about 0.3 us); the
+// memset costs a launch 1-3 us (bench/NOTES.md, session 43: 4 tiles a block gained 0.2-1.3
+// us, 8 lost up to 2 us; session 44, settled a tile later: halo layers 0.7-5.2 us at 1-28
+// tiles a block, APMM 0.2-2.8 us at 1-16; session 45: pooled chains 1.3-2.6 us).
 inline constexpr int64_t kScratchTilesPerBlock = 4;
 enum class SumsPath { None, Stored, Scratch, ZeroedFirst };
 SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per_block);
