@@ -415,12 +415,14 @@ TEST_CASE("untuned tile of an sm_90a APMM chain: the cp.async wgmma core (no clu
     REQUIRE(rules::wgmma_tile(&wt22, q22.w, q22.x));
     CHECK(*resolve_tile(q22, apmm_problem({1024, 4096, 4096}), target).tile == wt22);
     CHECK(*resolve_tile(q22, apmm_problem({2048, 4096, 1024}), target).tile == wt22);
-    // Its quantize chain takes the TMA core's wide tile where blocks run 16 or more tiles
-    // (8192x4096: 20.8 tiles of 128x96); its other chains keep the 128x64 tile.
+    // Its quantize chain takes the TMA core's wide tile where blocks run 10 or more tiles
+    // (8192x4096: 20.8 tiles of 128x96, 4096x4096: 10.4; 2048x4096: 5.2 keeps the 128x64 tile
+    // above); its other chains keep the 128x64 tile.
     const Tile big22 = *resolve_tile(q22, apmm_problem({8192, 4096, 4096}), target).tile;
     if (q.epilogue.quantize()) {
       CHECK(big22 == Tile{128, 96, 1024, 3, 8, 1, 2});
       CHECK(*resolve_tile(q22, apmm_problem({8192, 4096, 1024}), target).tile == big22);
+      CHECK(*resolve_tile(q22, apmm_problem({4096, 4096, 4096}), target).tile == big22);
     } else {
       CHECK(big22 == wt22);
     }
