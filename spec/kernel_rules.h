@@ -155,7 +155,7 @@ int apmm_code_staging_bytes(const Tile& t, const Epilogue& e);
 // Settled at once, the scratch waits for an atomic's round trip a tile (about 0.3 us); the
 // memset costs a launch 1-3 us (bench/NOTES.md, session 43: 4 tiles a block gained 0.2-1.3
 // us, 8 lost up to 2 us; session 44, settled a tile later: halo layers 0.7-5.2 us at 1-28
-// tiles a block, APMM 0.2-2.8 us at 1-16; session 45: pooled chains 1.3-2.6 us).
+// tiles a block, APMM 0.2-2.8 us at 1-16; session 45: pooled chains 2.1-2.7 us).
 inline constexpr int64_t kScratchTilesPerBlock = 4;
 enum class SumsPath { None, Stored, Scratch, ZeroedFirst };
 SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per_block);

@@ -195,7 +195,8 @@ __device__ __forceinline__ void epilogue_barrier() {
 // A pixel's sum where several M tiles add to it, into memory nobody zeroed before the launch:
 // each add puts its sum into the high half of the pixel's scratch word and 1 into the low half
 // (the count never carries into the sum), and the add that brings the count to `arrivals` (the
-// pixel's adds over the launch: one an M tile here, more in the halo core's readout) holds
+// pixel's adds over the launch: one an M tile here, one a 32-row chunk of each M tile in
+// pooled_store, more in the halo core's readout) holds
 // the total: it stores it and zeroes the word for the next launch. A memset before the
 // launch (and the early start it ends) cost a chain 2.3-2.9 us a layer (session 43).
 __device__ __forceinline__ unsigned long long pixel_sum_increment(i32 sum) {
@@ -490,7 +491,7 @@ __device__ __forceinline__ void pooled_store(const P& prob, const Acc& acc, int 
   [[maybe_unused]] int held = 0, held_q = -1;
   [[maybe_unused]] i32 held_sum = 0;
   [[maybe_unused]] const int arrivals = (O + T::kBM - 1) / T::kBM * kChunks;
-  const auto flush = [&] {
+  [[maybe_unused]] const auto flush = [&] {  // used by quantize chains only
     if (held_q >= 0) add_pixel_sum(prob.epi, held_q, held_sum, arrivals);
     held_q = -1;
     held = 0;

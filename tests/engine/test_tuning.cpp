@@ -387,7 +387,7 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
         rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 132, 227 * 1024));
 }
 
-TEST_CASE("untuned tile of an sm_90a APMM chain: the cp.async wgmma core (no cluster), two warpgroups along N at 128 columns") {
+TEST_CASE("untuned tile of an sm_90a APMM chain: the cp.async wgmma core (no cluster; w2a2 quantize chains of 10 or more tiles a block: a cluster), two warpgroups along N at 128 columns") {
   TempDb tmp;
   const Target target = nominal_target("sm_90a");
   for (const char* c : {R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])",
@@ -423,6 +423,10 @@ TEST_CASE("untuned tile of an sm_90a APMM chain: the cp.async wgmma core (no clu
       CHECK(big22 == Tile{128, 96, 1024, 3, 8, 1, 2});
       CHECK(*resolve_tile(q22, apmm_problem({8192, 4096, 1024}), target).tile == big22);
       CHECK(*resolve_tile(q22, apmm_problem({4096, 4096, 4096}), target).tile == big22);
+      // The threshold: 30 M tiles x 22 pairs of the 43 column tiles of 128x96 are 660
+      // patches, 10 rounds of 66 clusters; 28 M tiles give 616.
+      CHECK(*resolve_tile(q22, apmm_problem({3840, 4096, 1024}), target).tile == big22);
+      CHECK(*resolve_tile(q22, apmm_problem({3584, 4096, 1024}), target).tile == wt22);
     } else {
       CHECK(big22 == wt22);
     }

@@ -1051,8 +1051,6 @@ TEST_CASE("rules: an APMM chain on the wgmma core stages its codes beside the pi
   CHECK(apnn::rules::quantize_sums_path(conv, 64, 1) == SumsPath::Scratch);
   CHECK(apnn::rules::quantize_sums_path(conv, 64, 2) == SumsPath::Scratch);
   CHECK(apnn::rules::quantize_sums_path(conv, 600, 28) == SumsPath::Scratch);
-  pooled.tile = conv.tile;
-  CHECK(apnn::rules::quantize_sums_path(pooled, 64, 28) == SumsPath::ZeroedFirst);
 }
 
 TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a multiple of 16 up to 128, bk 256") {
