@@ -45,7 +45,7 @@ KernelSpec resolve_tile(const KernelSpec& spec, const Problem& p, const Target& 
 // warpgroup column for narrow tiles, bk 1024 under a wave; over a wave, tall tiles of 3x3
 // convs with 512-bit steps and deeper pipelines, or three blocks per SM where they fill the
 // waves better).
-// engine/tile_choice.cpp says which measurements fitted these.
+// engine/untuned_apmm_tile.cpp and untuned_conv_tile.cpp say which measurements fitted these.
 Tile untuned_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 // Its two parts: the halo core's tile (templates/conv_sm90a_halo.cuh) for a 3x3 pad-1 or 1x1
 // pad-0 APConv of stride 1 or 2 on sm_90a, up to 4 plane pairs, whose size the core runs, whose
@@ -54,6 +54,9 @@ Tile untuned_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 // set. Else (nullopt) the default cores' tile below.
 std::optional<Tile> untuned_halo_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 Tile untuned_default_core_tile(const KernelSpec& spec, const Problem& p, const Target& t);
+// Its two halves, by op: engine/untuned_apmm_tile.cpp and engine/untuned_conv_tile.cpp.
+Tile untuned_apmm_tile(const KernelSpec& spec, const Problem& p, const Target& t);
+Tile untuned_conv_tile(const KernelSpec& spec, const Problem& p, const Target& t);
 // rules::halo_launch_error for a halo tile's spec and a conv problem on target t.
 std::string halo_problem_error(const KernelSpec& spec, const Problem& p, const Target& t);
 // The same for the current GPU.

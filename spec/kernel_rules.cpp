@@ -179,7 +179,7 @@ bool conv_three_blocks(const KernelSpec& spec, const std::string& arch, int accu
   // batch 128 (session 24, device call 4): 392 tiles of 128x64 run one wave of three rather
   // than 1.48 of two, 7x7x512 17.43 -> 16.81 us and 14x14x256-o512 3x3/2 14.13 -> 13.69 (6
   // stages of two blocks against 4 of three); with 784 tiles, in two waves rather than three,
-  // 28x28x128-o256 3x3/2 24.62 -> 30.19 (engine/tile_choice.cpp takes three only where they
+  // 28x28x128-o256 3x3/2 24.62 -> 30.19 (engine/untuned_conv_tile.cpp takes three only where they
   // fill the waves better). Fused chains hold more registers and keep two.
   const Tile& t = *spec.tile;
   return spec.op == Op::Apconv && spec.epilogue.empty() && spec.w.bits == 1 && spec.x.bits == 2 &&

@@ -90,7 +90,7 @@ TEST_CASE("sm_90a wgmma conv: every K step width, 1-8 weight planes, O and K pas
       {1, 2, Encoding::Pm1, {64, 16, 256, 3, 4, 1}},     {3, 2, Encoding::Signed, {64, 32, 512, 4, 4, 1}},
       {8, 1, Encoding::Unsigned, {64, 8, 1024, 3, 4, 1}}, {2, 2, Encoding::Signed, {128, 16, 1024, 4, 8, 1}},
       {1, 2, Encoding::Pm1, {64, 64, 512, 2, 4, 2}},
-      // The untuned batch-128 tiles (tile_choice.cpp): 128 rows in one warpgroup column.
+      // The untuned batch-128 tiles (engine/untuned_conv_tile.cpp): 128 rows in one warpgroup column.
       {1, 2, Encoding::Pm1, {128, 128, 512, 4, 8, 1}},  {2, 2, Encoding::Signed, {128, 64, 1024, 4, 8, 1}},
       // Merged accumulator sets (rules::kernel_plane_groups): w1a2 128x128 (and the first
       // above) one set, plane 1 issued twice; w2a2 two sets of weights 1 and -2.

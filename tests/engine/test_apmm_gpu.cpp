@@ -160,7 +160,7 @@ TEST_CASE("sm_90a wgmma core: bit-exact for every encoding pair on shapes that a
       }
   // Other warpgroup arrangements and K steps: one warpgroup along M and two along N (bk 256),
   // two by two (bk 512, 512 threads), a single warpgroup with N = 8, and w1a2's untuned tile
-  // for long K within two waves (two by two, 64 columns each, engine/tile_choice.cpp).
+  // for long K within two waves (two by two, 64 columns each, engine/untuned_apmm_tile.cpp).
   const struct { int p, q; Tile t; } odd[] = {{1, 3, {64, 64, 256, 2, 4, 2}},
                                               {2, 1, {128, 64, 512, 3, 8, 2}},
                                               {3, 2, {64, 8, 1024, 3, 4, 1}},
