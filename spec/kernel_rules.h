@@ -1,5 +1,6 @@
 // What the APMM kernel family can run: plane-pair accumulator groups, legal
-// tiles, and the default tile. Shared by spec validation and the generator.
+// tiles, and the default tile. Shared by spec validation and the generator. Defined in
+// kernel_rules.cpp, the TMA core's in tma_rules.cpp and the halo core's in halo_rules.cpp.
 #pragma once
 #include <cstdint>
 #include <string>
