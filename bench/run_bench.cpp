@@ -4,7 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <thread>
@@ -17,6 +17,7 @@
 #include "bench/nvml_lib.h"
 #include "bench/peak_probe.h"
 #include "bench/sections.h"
+#include "cache/posix_file.h"
 #include "engine/conv_runner.h"
 #include "engine/tile_choice.h"
 #include "runtime/device.h"
@@ -72,10 +73,11 @@ void prewarm(Engine& engine, const Plan& plan, const std::string& arch) {
   std::fprintf(stderr, "bench: %zu kernels ready\n", list.size());
 }
 
+// Atomically (a temporary file renamed over it), so that a run stopped while it writes leaves
+// the previous section's complete file.
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  if (!f.good()) throw Error(ErrorKind::Io, fmt::format("cannot write {}", path));
+  if (const int err = posix::write_file_atomic(path, {text.begin(), text.end()}))
+    throw Error(ErrorKind::Io, fmt::format("cannot write {}: {}", path, std::strerror(err)));
 }
 
 }  // namespace
@@ -154,12 +156,26 @@ int run_bench(const BenchOptions& o) {
   section.clocks = clocks.get();
   OutputFloor output_floor;
   section.output_floor = &output_floor;
-  if (!plan.gemm.empty()) run_gemm_section(section, plan);
+  // The JSON and the chart are written after each section, so that a run stopped in a later
+  // one (a time limit) keeps what it measured; settings.complete says whether the run ended.
+  auto write_results = [&](bool complete) {
+    report.settings["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report.settings["complete"] = complete;
+    if (!o.json_path.empty()) write_file(o.json_path, report.to_json().dump(1) + "\n");
+    if (!o.chart_path.empty()) write_file(o.chart_path, chart_svg(report.speedup_panels()));
+  };
+  if (!plan.gemm.empty()) {
+    run_gemm_section(section, plan);
+    write_results(false);
+  }
 #ifdef APNN_BENCH_CUDNN
-  if (!plan.conv.empty()) run_conv_section(section, plan);
+  if (!plan.conv.empty()) {
+    run_conv_section(section, plan);
+    write_results(false);
+  }
 #endif
   if (o.fusion) run_fusion_section(section, o.selection.quick);
-  report.settings["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_results(true);
 
   std::printf(
       "apnn bench on %s (%s); binary AND peaks: wgmma %.0f TOPS, mma.sync %.0f TOPS; memory writes %.0f GB/s; %s\n",
@@ -171,8 +187,6 @@ int run_bench(const BenchOptions& o) {
               "reference\n\n");
   report.print_table(stdout);
   print_fusion_table(report.fusion, stdout);
-  if (!o.json_path.empty()) write_file(o.json_path, report.to_json().dump(1) + "\n");
-  if (!o.chart_path.empty()) write_file(o.chart_path, chart_svg(report.speedup_panels()));
   if (section.mismatch) std::fprintf(stderr, "apnn: bench: an output of ours differs from the CPU reference (rows marked NO)\n");
   return section.mismatch ? 1 : 0;
 }

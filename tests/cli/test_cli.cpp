@@ -672,6 +672,20 @@ TEST_CASE("cli: bench without a GPU exits 3 with the driver message; bad selecti
   expect_error(sb, {"bench", "--clocks", "--prec", "w3a3"}, 2, {"--prec", "w3a3"});  // --clocks parses
   if (driver_loadable()) {
     MESSAGE("libcuda.so.1 is loadable here: the no-driver check does not apply");
+    // With a GPU: the quick fusion section, its JSON and chart written whole, the run complete.
+    const std::string json_path = sb.path("fusion.json").string(), chart_path = sb.path("fusion.svg").string();
+    const Result ok = sb.run({"bench", "--quick", "--fusion-only", "--json", json_path, "--chart", chart_path});
+    if (skipped_without_device(ok)) return;
+    INFO(ok.err);
+    REQUIRE(ok.code == 0);
+    const json doc = json::parse(read_file(json_path));
+    CHECK(doc.at("settings").at("complete") == true);
+    REQUIRE(doc.at("fusion").size() == 3);  // each chain's first shape
+    for (const json& r : doc.at("fusion")) {
+      CHECK(r.at("checked").get<int64_t>() > 0);
+      CHECK(r.at("mismatches") == 0);
+    }
+    CHECK(contains(read_file(chart_path), "<svg"));
     return;
   }
   const std::string json_path = sb.path("bench.json").string();
