@@ -34,8 +34,8 @@ void add_bench(CLI::App& app, Action* action) {
   cmd->add_flag("--clocks", f->clocks,
                 "sample the SM clock and power (NVML, every 5 ms) while each row is timed; the polling can slow "
                 "launch-bound rows by a few percent");
-  cmd->add_option("--json", f->json, "write the full results here (JSON)");
-  cmd->add_option("--chart", f->chart, "write the speedup chart here (SVG)");
+  cmd->add_option("--json", f->json, "write the full results here (JSON; rewritten after each section, settings.complete once done)");
+  cmd->add_option("--chart", f->chart, "write the speedup chart here (SVG; rewritten after each section)");
   cmd->callback([=] {
     *action = [=]() -> int {
 #ifdef APNN_HAVE_BENCH
