@@ -218,8 +218,7 @@ Tile untuned_apmm_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         wide.bn = wt.bn * 3 / 2;
         wide.stages = 3;
         if (s.epilogue.quantize() && s.w.bits == 2 && s.x.bits == 2 && wt.bn == 64 && pairs_up(s, p, wide) &&
-            rules::tma_tile_error(wide, s).empty() && fits(s, wide, t) &&
-            rules::tma_patches(wide, s.w, s.x, p.M, p.N) >= 10 * (t.sm_count / 2))
+            fits(s, wide, t) && rules::tma_patches(wide, s.w, s.x, p.M, p.N) >= 10 * (t.sm_count / 2))
           return wide;
         Tile split = wt;
         split.warps_n = 2;

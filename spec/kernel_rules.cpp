@@ -353,14 +353,12 @@ int apmm_code_staging_bytes(const Tile& t, const Epilogue& e) { return e.quantiz
 SumsPath quantize_sums_path(const KernelSpec& spec, int64_t O, int64_t tiles_per_block) {
   if (!spec.epilogue.quantize()) return SumsPath::None;
   if (!spec.tile) return SumsPath::ZeroedFirst;
-  // pooled_store adds a pixel's sum per 32-row chunk (never Stored); its blocks run one tile
-  // (staged conv chains are not persistent: conv_persistent).
-  if (spec.epilogue.pool())
-    return tiles_per_block <= kScratchTilesPerBlock ? SumsPath::Scratch : SumsPath::ZeroedFirst;
   // The halo core's readout has several threads a pixel (never Stored); it settles each add
-  // under its next tile's mainloop (session 44).
+  // under its next tile's mainloop (session 44). It takes no pool.
   if (spec.tile->halo) return SumsPath::Scratch;
-  if (O <= spec.tile->bm) return SumsPath::Stored;
+  // pooled_store adds a pixel's sum per 32-row chunk (never Stored); its blocks run one tile
+  // (staged conv chains are not persistent: conv_persistent), so the last line's scratch.
+  if (O <= spec.tile->bm && !spec.epilogue.pool()) return SumsPath::Stored;
   // APMM's cp.async wgmma core defers its adds too (templates/apmm_sm90a.cuh); a grid of one
   // tile a block (mma.sync, convs) settles them at once, and so does the TMA core (clusters).
   if (spec.op == Op::Apmm && spec.tile->cluster <= 1) return SumsPath::Scratch;
