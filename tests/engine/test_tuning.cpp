@@ -387,7 +387,7 @@ TEST_CASE("resolve_tile on sm_90a: the wgmma core's tile for APMM problems of at
         rules::heuristic_tile(w1a2().w, w1a2().x, 1000, 4096, 4096, 132, 227 * 1024));
 }
 
-TEST_CASE("untuned tile of an sm_90a APMM chain: the cp.async wgmma core (no cluster; w2a2 quantize chains of 10 or more tiles a block: a cluster), two warpgroups along N at 128 columns") {
+TEST_CASE("untuned tile of an sm_90a APMM chain: the cp.async wgmma core (no cluster; w2a2 quantize chains of 7 or more tiles a block: a cluster), two warpgroups along N at 128 columns") {
   TempDb tmp;
   const Target target = nominal_target("sm_90a");
   for (const char* c : {R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])",
@@ -415,18 +415,19 @@ TEST_CASE("untuned tile of an sm_90a APMM chain: the cp.async wgmma core (no clu
     REQUIRE(rules::wgmma_tile(&wt22, q22.w, q22.x));
     CHECK(*resolve_tile(q22, apmm_problem({1024, 4096, 4096}), target).tile == wt22);
     CHECK(*resolve_tile(q22, apmm_problem({2048, 4096, 1024}), target).tile == wt22);
-    // Its quantize chain takes the TMA core's wide tile where blocks run 10 or more tiles
-    // (8192x4096: 20.8 tiles of 128x96, 4096x4096: 10.4; 2048x4096: 5.2 keeps the 128x64 tile
-    // above); its other chains keep the 128x64 tile.
+    // Its quantize chain takes the TMA core's wide tile where blocks run 7 or more tiles
+    // (8192x4096: 20.8 tiles of 128x96, 4096x4096: 10.4, 3072x4096: 7.8; 2048x4096: 5.2 keeps
+    // the 128x64 tile above); its other chains keep the 128x64 tile.
     const Tile big22 = *resolve_tile(q22, apmm_problem({8192, 4096, 4096}), target).tile;
     if (q.epilogue.quantize()) {
       CHECK(big22 == Tile{128, 96, 1024, 3, 8, 1, 2});
       CHECK(*resolve_tile(q22, apmm_problem({8192, 4096, 1024}), target).tile == big22);
       CHECK(*resolve_tile(q22, apmm_problem({4096, 4096, 4096}), target).tile == big22);
-      // The threshold: 30 M tiles x 22 pairs of the 43 column tiles of 128x96 are 660
-      // patches, 10 rounds of 66 clusters; 28 M tiles give 616.
-      CHECK(*resolve_tile(q22, apmm_problem({3840, 4096, 1024}), target).tile == big22);
-      CHECK(*resolve_tile(q22, apmm_problem({3584, 4096, 1024}), target).tile == wt22);
+      // The threshold: 21 M tiles x 22 pairs of the 43 column tiles of 128x96 are 462
+      // patches, 7 rounds of 66 clusters; 20 M tiles give 440.
+      CHECK(*resolve_tile(q22, apmm_problem({3072, 4096, 1024}), target).tile == big22);
+      CHECK(*resolve_tile(q22, apmm_problem({2688, 4096, 1024}), target).tile == big22);
+      CHECK(*resolve_tile(q22, apmm_problem({2560, 4096, 1024}), target).tile == wt22);
     } else {
       CHECK(big22 == wt22);
     }
