@@ -209,8 +209,9 @@ Tile untuned_apmm_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         // against the 128x64 tile below: 8192x4096x4096 144.0-145.1 against 172.4-173.0,
         // 8192x8192x1024 157.2 against 180.2-180.7 (41.6 tiles a block), 8192x4096x1024
         // 84.2-85.1 against 92.1-92.2 (20.8), 4096x4096x4096 76.1 against 86.8-87.6 (10.4);
-        // session 46, call 1: 3072x4096x1024 (7.8) 34.5-34.8 against 36.1-36.2;
-        // fewer lost or drew (2048x4096x1024, 5.2: 26.9-27.7 against 24.6-25.2; 1024x4096x4096,
+        // session 46, calls 1-2: 3072x4096x1024 (7.8) 34.3-35.0 against 36.1-36.6, 2688x4096x1024
+        // (7.0) 30.7-31.4 against 32.9-33.2; fewer drew or lost (2560x4096x1024, 6.5: 30.7-30.9
+        // against 30.6-31.0; 2048x4096x1024, 5.2: 26.9-27.7 against 24.6-25.2; 1024x4096x4096,
         // 2.6: 23.7 against 23.1; 1024^3: 7.1 against 4.7). The 128x128 and 128x64 cluster
         // tiles were no better (152.4 and 148.4 at 8192x4096x4096). Other encodings of w2a2
         // take it unmeasured; chains without a quantize, and w1a2 (session 41), do not.
