@@ -213,8 +213,12 @@ Tile untuned_apmm_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         // (7.0) 30.7-31.4 against 32.9-33.2; fewer drew or lost (2560x4096x1024, 6.5: 30.7-30.9
         // against 30.6-31.0; 2048x4096x1024, 5.2: 26.9-27.7 against 24.6-25.2; 1024x4096x4096,
         // 2.6: 23.7 against 23.1; 1024^3: 7.1 against 4.7). The 128x128 and 128x64 cluster
-        // tiles were no better (152.4 and 148.4 at 8192x4096x4096). Other encodings of w2a2
-        // take it unmeasured; chains without a quantize, and w1a2 (session 41), do not.
+        // tiles were no better (152.4 and 148.4 at 8192x4096x4096). Other encodings and
+        // quantizes won on it too (session 46, call 5, against 128x64 c1 st4): unsigned and
+        // signed w2 x a2 + bn+relu+q2 at 8192x4096x4096 138.9-139.5 against 173.4-173.5, at
+        // 3072x4096x1024 32.4-33.2 against 36.2-36.4; a signed per-channel q4 without relu
+        // 246.4 against 283.5 and 72.1 against 77.7. Chains without a quantize, and w1a2
+        // (session 41), do not take it.
         Tile wide = wt;
         wide.cluster = 2;
         wide.bn = wt.bn * 3 / 2;
