@@ -218,12 +218,14 @@ Tile untuned_apmm_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         // signed w2 x a2 + bn+relu+q2 at 8192x4096x4096 138.9-139.5 against 173.4-173.5, at
         // 3072x4096x1024 32.4-33.2 against 36.2-36.4; a signed per-channel q4 without relu
         // 246.4 against 283.5 and 72.1 against 77.7. Chains without a quantize, and w1a2
-        // (session 41), do not take it.
+        // (session 41), do not take it; nor do 3-bit codes, whose 7 thresholds a row spill
+        // there with signed weights (16 bytes, test_compiler; unmeasured).
         Tile wide = wt;
         wide.cluster = 2;
         wide.bn = wt.bn * 3 / 2;
         wide.stages = 3;
-        if (s.epilogue.quantize() && s.w.bits == 2 && s.x.bits == 2 && wt.bn == 64 && pairs_up(s, p, wide) &&
+        const EpilogueOp* q = s.epilogue.quantize();
+        if (q && q->out.bits != 3 && s.w.bits == 2 && s.x.bits == 2 && wt.bn == 64 && pairs_up(s, p, wide) &&
             fits(s, wide, t) && rules::tma_patches(wide, s.w, s.x, p.M, p.N) >= 7 * (t.sm_count / 2))
           return wide;
         Tile split = wt;

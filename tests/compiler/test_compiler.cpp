@@ -357,12 +357,15 @@ TEST_CASE("compiler: the untuned tiles of quantize chains compile without spills
   // on tiles like these (its review). The cp.async tiles the untuned rule gives APMM chains at
   // 8192x4096^2 (128x128 8x2), 1024^3 (128x64 8x1) and a batch-8 FC layer (128x8 8x1), for pm1
   // weights (column terms) with 1-, 2-, 3-bit codes (thresholds) and a 4-bit one (float path),
-  // and signed weights.
+  // and signed weights; and the TMA core's 128x96 cluster tile that w2a2 quantize chains take
+  // from 7 tiles a block (session 46), its 168 registers a thread mostly accumulators (not
+  // with 3-bit codes, which spill there: untuned_apmm_tile.cpp).
   const char* const tiles[][2] = {
       {R"("w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned")", R"({"bm":128,"bn":128,"bk":1024,"stages":4,"warps_m":8,"warps_n":2})"},
       {R"("w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned")", R"({"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1})"},
       {R"("w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned")", R"({"bm":128,"bn":8,"bk":1024,"stages":4,"warps_m":8,"warps_n":1})"},
       {R"("w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned")", R"({"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1})"},
+      {R"("w_bits":2,"w_enc":"signed","x_bits":2,"x_enc":"unsigned")", R"({"bm":128,"bn":96,"bk":1024,"stages":3,"warps_m":8,"warps_n":1,"cluster":2})"},
   };
   const char* const chains[] = {
       R"([{"op":"scale_bias"},{"op":"quantize","bits":1,"enc":"pm1"}])",
@@ -373,6 +376,7 @@ TEST_CASE("compiler: the untuned tiles of quantize chains compile without spills
   std::vector<Job> jobs;
   for (const auto& t : tiles)
     for (const char* c : chains) {
+      if (std::strstr(t[1], "cluster") && std::strstr(c, R"("bits":3)")) continue;
       const std::string json = std::string(R"({"op":"apmm",)") + t[0] + R"(,"epilogue":)" + c + R"(,"tile":)" + t[1] + "}";
       jobs.push_back({json, spec_of(json.c_str()), "sm_90a", {}, {}, 0});
     }

@@ -428,6 +428,12 @@ TEST_CASE("untuned tile of an sm_90a APMM chain: the cp.async wgmma core (no clu
       CHECK(*resolve_tile(q22, apmm_problem({3072, 4096, 1024}), target).tile == big22);
       CHECK(*resolve_tile(q22, apmm_problem({2688, 4096, 1024}), target).tile == big22);
       CHECK(*resolve_tile(q22, apmm_problem({2560, 4096, 1024}), target).tile == wt22);
+      // 3-bit codes keep the 128x64 tile (they spill on the cluster tile: test_compiler).
+      KernelSpec q3 = q22;
+      q3.epilogue = parse_epilogue(
+          nlohmann::json::parse(R"([{"op":"scale_bias"},{"op":"quantize","bits":3,"enc":"signed","scale":"per_channel"}])"),
+          false, "test");
+      CHECK(*resolve_tile(q3, apmm_problem({8192, 4096, 4096}), target).tile == wt22);
     } else {
       CHECK(big22 == wt22);
     }
