@@ -16,11 +16,8 @@ bool fits(const KernelSpec& s, const Tile& tile, const Target& t) {
   return rules::launchable(with_tile(s, tile), t.arch, t.max_smem);
 }
 
-// Output tiles of bm x bn that cover the problem: the blocks of a one-tile-per-block grid.
 int64_t tile_count(const Problem& p, int bm, int bn) { return ((p.M + bm - 1) / bm) * ((p.N + bn - 1) / bn); }
 
-// Blocks of a conv tile's kernel per SM on the wgmma core (rules::conv_blocks_per_sm, with the
-// accumulator sets the generator would emit); 1 off it.
 int conv_blocks(const KernelSpec& s, const Tile& tile, const Target& t) {
   const KernelSpec k = with_tile(s, tile);
   if (!rules::use_wgmma(k, t.arch)) return 1;

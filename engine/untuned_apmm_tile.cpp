@@ -14,7 +14,6 @@ using namespace tile_fit;
 
 namespace {
 
-
 // Whether cluster tile c2, the cp.async core's tile shape, beats that core: from a wave of its
 // tiles (w8a8 128x1024x1024, 128 tiles of 128x8: 7.83-7.89 us on the cp.async core, 8.54 with a
 // cluster; session 39, call 3), and where its consumers hold the accumulators without

@@ -66,10 +66,6 @@ Tile deep_conv_tile(const KernelSpec& s, const Problem& p, const Target& t, cons
   return base;
 }
 
-}  // namespace
-
-namespace {
-
 // A conv problem's geometry, from the shape conv_problem recorded.
 ConvGeometry problem_geometry(const KernelSpec& s, const Problem& p) {
   const auto dim = [&](const char* k) { return p.shape.at(k).get<int64_t>(); };
