@@ -216,7 +216,11 @@ Tile untuned_apmm_tile(const KernelSpec& s, const Problem& p, const Target& t) {
         // quantizes won on it too (session 46, call 5, against 128x64 c1 st4): unsigned and
         // signed w2 x a2 + bn+relu+q2 at 8192x4096x4096 138.9-139.5 against 173.4-173.5, at
         // 3072x4096x1024 32.4-33.2 against 36.2-36.4; a signed per-channel q4 without relu
-        // 246.4 against 283.5 and 72.1 against 77.7. Chains without a quantize, and w1a2
+        // 246.4 against 283.5 and 72.1 against 77.7; with its rows' parameters held for the
+        // store (generator 63), which spills 16 bytes there, still 47.8-48.0 against 50.9-51.1
+        // at 2688x4096x1024 and 52.8-53.6 against 55.3-55.4 at 3072, 135.1-135.4 against 142.9
+        // at 8192x4096x1024, and an 8-bit one 51.5-51.6 against 56.9-57.6 and 58.1 against
+        // 63.0-63.1 (session 47, calls 1-2). Chains without a quantize, and w1a2
         // (session 41), do not take it; nor do 3-bit codes, whose 7 thresholds a row spill
         // there with signed weights (16 bytes, test_compiler; unmeasured).
         Tile wide = wt;

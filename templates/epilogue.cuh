@@ -296,6 +296,15 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
   // put a code into its byte.
   constexpr bool kShiftedTables = E::kQThresholds && E::kQBits * (1 << E::kQBits) + 24 <= 32;
   u32 table[Core::kMI][2][2];
+  // The float path's row parameters, loaded once a row: read at each output, they were
+  // loaded again after every division (its slow path is a call), four loads an output.
+  RowParams rows[E::kQThresholds ? 1 : Core::kMI][2];
+  if constexpr (!E::kQThresholds) {
+#pragma unroll
+    for (int mi = 0; mi < Core::kMI; ++mi)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) rows[mi][half] = row_params<E>(prob.epi, min(m_base + mi * 16 + g + half * 8, o_last));
+  }
   if constexpr (E::kQThresholds) {
 #pragma unroll
     for (int mi = 0; mi < Core::kMI; ++mi)
@@ -345,8 +354,9 @@ __device__ __forceinline__ void quantized_store(const P& prob, const Acc& acc, i
           } else if constexpr (E::kQThresholds) {
             code[mi][ni] |= ((table[mi][half][e] >> th[mi][half].table_shift(y)) & ((1u << E::kQBits) - 1u)) << (8 * byte);
           } else {
-            const auto x = E::post(E::pre(y, o, prob.epi), o, prob.epi);
-            code[mi][ni] |= quantize_code<E>(static_cast<float>(x), o, prob.epi) << (8 * byte);
+            const RowParams& p = rows[mi][half];
+            const auto x = E::post_row(E::pre_row(y, p), p);
+            code[mi][ni] |= quantize_code<E>(static_cast<float>(x), p.q_scale, p.q_zero) << (8 * byte);
           }
         }
     }

@@ -42,6 +42,7 @@ struct Job {
   apnn::CompiledCubin out;
   std::string error;
   double wall_ms = 0;
+  int spill_bytes_allowed = 0;  // compile_with_ptxas_info: most spill bytes (stores, loads) a kernel may have
 };
 
 // Runs the jobs on a few threads (NVRTC programs are independent). The source is generated
@@ -60,7 +61,7 @@ void run_jobs(std::vector<Job>& jobs, int threads, bool arch_source = false) {
 }
 
 // Compiles the jobs for their arch with ptxas's counts in the log (APNN_PTXAS_INFO) and
-// checks that each compiled and that no kernel of it spills.
+// checks that each compiled and that no kernel of it spills (beyond its spill_bytes_allowed).
 void compile_with_ptxas_info(std::vector<Job>& jobs) {
   setenv("APNN_PTXAS_INFO", "1", 1);
   run_jobs(jobs, 4, /*arch_source=*/true);
@@ -71,8 +72,8 @@ void compile_with_ptxas_info(std::vector<Job>& jobs) {
     REQUIRE(j.error.empty());
     int kernels = 0;
     for (std::sregex_iterator m(j.out.log.begin(), j.out.log.end(), spills), end; m != end; ++m, ++kernels) {
-      CHECK((*m)[1] == "0");
-      CHECK((*m)[2] == "0");
+      CHECK(std::stoi((*m)[1]) <= j.spill_bytes_allowed);
+      CHECK(std::stoi((*m)[2]) <= j.spill_bytes_allowed);
     }
     CHECK(kernels >= 1);  // ptxas reported on the module's kernels
   }
@@ -359,7 +360,11 @@ TEST_CASE("compiler: the untuned tiles of quantize chains compile without spills
   // weights (column terms) with 1-, 2-, 3-bit codes (thresholds) and a 4-bit one (float path),
   // and signed weights; and the TMA core's 128x96 cluster tile that w2a2 quantize chains take
   // from 7 tiles a block (session 46), its 168 registers a thread mostly accumulators (not
-  // with 3-bit codes, which spill there: untuned_apmm_tile.cpp).
+  // with 3-bit codes, which spill there: untuned_apmm_tile.cpp). There the 4-bit chain (float
+  // path) spills 16 / 20 bytes, one register, since its rows' parameters are held for the
+  // whole store (generator 63); measured faster still than 128x64 without a spill (session 47:
+  // 47.8-53.6 vs 50.9-55.4 us at 2688-3072x4096x1024, 135 vs 143 us at 8192x4096x1024), so
+  // that much is allowed and no more.
   const char* const tiles[][2] = {
       {R"("w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned")", R"({"bm":128,"bn":128,"bk":1024,"stages":4,"warps_m":8,"warps_n":2})"},
       {R"("w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned")", R"({"bm":128,"bn":64,"bk":1024,"stages":4,"warps_m":8,"warps_n":1})"},
@@ -379,9 +384,10 @@ TEST_CASE("compiler: the untuned tiles of quantize chains compile without spills
       if (std::strstr(t[1], "cluster") && std::strstr(c, R"("bits":3)")) continue;
       const std::string json = std::string(R"({"op":"apmm",)") + t[0] + R"(,"epilogue":)" + c + R"(,"tile":)" + t[1] + "}";
       jobs.push_back({json, spec_of(json.c_str()), "sm_90a", {}, {}, 0});
+      if (std::strstr(t[1], "cluster") && std::strstr(c, R"("bits":4)")) jobs.back().spill_bytes_allowed = 20;
     }
   compile_with_ptxas_info(jobs);
-  MESSAGE(jobs.size() << " quantize-chain kernels, none spills");
+  MESSAGE(jobs.size() << " quantize-chain kernels, none spills past its allowance");
 }
 
 TEST_CASE("compiler: quantize chains compile on the TMA core, codes within the launched shared memory") {
