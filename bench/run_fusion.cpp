@@ -1,9 +1,10 @@
-// The fusion section of `apnn bench`: a conv whose epilogue chain runs in the kernel
-// (folded batch norm, ReLU, pool, quantize to 2-bit planes) against the paper's "w/o Fusion" sequence: the conv
-// with int32 output, then one kernel per stage (scale_bias+relu, pool, quantize+pack),
-// generated from the same Epi (templates/unfused_epilogue.cuh). Both are checked: the fused
-// output against the CPU reference through the chain, the unfused one word for word against
-// the fused one. Bytes are DRAM traffic at one read or write per operand and intermediate.
+// The fusion section of `apnn bench`: a conv or APMM whose epilogue chain runs in the kernel
+// (folded batch norm, ReLU, pool, quantize to 2- or 4-bit planes) against the paper's "w/o
+// Fusion" sequence: the same kernel with int32 output, then one kernel per stage
+// (scale_bias+relu, pool, quantize+pack), generated from the same Epi
+// (templates/unfused_epilogue.cuh). Both are checked: the fused output against the CPU
+// reference through the chain, the unfused one word for word against the fused one. Bytes are
+// DRAM traffic at one read or write per operand and intermediate.
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "apnn/reference.h"
 #include "bench/sections.h"
 #include "compiler/nvrtc_compiler.h"
+#include "engine/apmm_runner.h"
 #include "engine/conv_runner.h"
 #include "engine/tile_choice.h"
 #include "engine/verify.h"
@@ -24,62 +26,71 @@ namespace {
 
 unsigned blocks(int64_t n, int64_t per) { return static_cast<unsigned>((n + per - 1) / per); }
 
-std::string tile_text(const Tile& t) { return fmt::format("{}x{}/{} {}x{}", t.bm, t.bn, t.bk, t.warps_m, t.warps_n); }
+std::string tile_text(const Tile& t) {
+  return fmt::format("{}x{}/{} {}x{}{}", t.bm, t.bn, t.bk, t.warps_m, t.warps_n, t.cluster > 1 ? fmt::format(" c{}", t.cluster) : "");
+}
 
-nlohmann::json run_case(Section& sec, const KernelSpec& fused_spec, const ConvShape& shape) {
-  Engine& engine = sec.engine;
-  const ConvGeometry g = conv_geometry(fused_spec, shape);
-  KernelSpec plain_spec = fused_spec;
-  plain_spec.epilogue = {};
-  ConvRunner fused(engine.kernel(with_tile_for(fused_spec, conv_problem(fused_spec, shape))));
-  ConvRunner plain(engine.kernel(with_tile_for(plain_spec, conv_problem(plain_spec, shape))));
-  LoadedModule unfused(compile_cubin(generate_unfused_epilogue(fused_spec), current_device().arch()).cubin,
-                       "unfused epilogue");
+std::string precision_text(const KernelSpec& s) { return fmt::format("w{}a{}", s.w.bits, s.x.bits); }
 
-  const std::vector<int16_t> W = random_operand(fused_spec.w, static_cast<size_t>(g.O * g.C * g.kh * g.kw), 1);
-  const std::vector<int16_t> X = random_operand(fused_spec.x, static_cast<size_t>(g.N * g.C * g.H * g.W), 2);
-  const PackedConvWeights pw = fused.pack_w(DeviceBuffer::from(W), g);
-  const PackedConvActivations px = fused.pack_x(DeviceBuffer::from(X), g);
-  // One CPU reference serves the parameters and the check of the fused output.
-  const std::vector<int32_t> y_ref = reference_conv(g, W, X);
-  const OutputDims before{g.N, g.O, g.Ho(), g.Wo()};
-  const EpilogueParams params = verify_params(fused_spec.epilogue, y_ref, before, 3);
-  const EpilogueDevice ep(fused_spec.epilogue, params, g.O), none;
-  const OutputDims od = ConvRunner::dims(fused_spec, g);
-  const int64_t P = g.N * g.Ho() * g.Wo(), Pp = od.pixels();
-  LayerBuffers fused_out = EpilogueDevice::allocate(fused_spec.epilogue, od);
-  LayerBuffers plain_out = EpilogueDevice::allocate(plain_spec.epilogue, {g.N, g.O, g.Ho(), g.Wo()});
-  LayerBuffers unfused_out = EpilogueDevice::allocate(fused_spec.epilogue, od);
-  DeviceBuffer staged(static_cast<size_t>(P * g.O) * 4), pooled(static_cast<size_t>(Pp * g.O) * 4);
+// The unfused sequence after the plain kernel's int32 output y (N images of O channels by hw
+// pixels, NCHW; APMM's M x N output is one image of M channels by N pixels): the ops before
+// the pool, the pool, the quantize and pack.
+struct UnfusedStages {
+  LoadedModule module;
+  DeviceBuffer staged, pooled;
+  OutputDims before, after;  // the int32 output's dims, the chain's output dims
 
-  const EpilogueOp* pool = fused_spec.epilogue.pool();
-  const bool has_pre = fused_spec.epilogue.has(EpilogueOpKind::ScaleBias) || fused_spec.epilogue.has(EpilogueOpKind::Relu);
-  auto run_unfused = [&](int) {
-    plain.conv(pw, px, g, none, plain_out);
-    EpilogueKernelArgs a = ep.args(unfused_out);
-    CUdeviceptr y = plain_out.values.ptr(), st = has_pre ? staged.ptr() : y, pl = pool ? pooled.ptr() : st;
-    long long count = P * g.O;
-    int o = static_cast<int>(g.O), hw = static_cast<int>(g.Ho() * g.Wo()), n = static_cast<int>(g.N);
-    int h = static_cast<int>(g.Ho()), w = static_cast<int>(g.Wo()), hp = static_cast<int>(od.H), wp = static_cast<int>(od.W);
-    int hwp = hp * wp, cw = static_cast<int>(conv_channel_words(g.O));
+  UnfusedStages(const KernelSpec& spec, const OutputDims& before, const OutputDims& after)
+      : module(compile_cubin(generate_unfused_epilogue(spec), current_device().arch()).cubin, "unfused epilogue"),
+        staged(static_cast<size_t>(before.pixels() * before.C) * 4),
+        pooled(static_cast<size_t>(after.pixels() * after.C) * 4),
+        before(before),
+        after(after) {}
+
+  void launch(const Epilogue& e, const EpilogueDevice& ep, CUdeviceptr y, LayerBuffers& out) {
+    const EpilogueOp* pool = e.pool();
+    const bool has_pre = e.has(EpilogueOpKind::ScaleBias) || e.has(EpilogueOpKind::Relu);
+    EpilogueKernelArgs a = ep.args(out);
+    CUdeviceptr st = has_pre ? staged.ptr() : y, pl = pool ? pooled.ptr() : st;
+    long long count = before.pixels() * before.C;
+    int o = static_cast<int>(before.C), hw = static_cast<int>(before.H * before.W), n = static_cast<int>(before.N);
+    int h = static_cast<int>(before.H), w = static_cast<int>(before.W), hp = static_cast<int>(after.H),
+        wp = static_cast<int>(after.W);
+    int hwp = hp * wp, cw = static_cast<int>(conv_channel_words(before.C));
     if (has_pre) {
       void* args[] = {&y, &st, &count, &o, &hw, &a};
-      unfused.launch(kUnfusedPreKernel, {blocks(count, 256), 1, 1, 256, 0}, args);
+      module.launch(kUnfusedPreKernel, {blocks(count, 256), 1, 1, 256, 0}, args);
     }
     if (pool) {
       void* args[] = {&st, &pl, &n, &o, &h, &w, &hp, &wp};
-      unfused.launch(kUnfusedPoolKernel, {blocks(Pp * g.O, 256), 1, 1, 256, 0}, args);
+      module.launch(kUnfusedPoolKernel, {blocks(after.pixels() * before.C, 256), 1, 1, 256, 0}, args);
     }
     void* args[] = {&pl, &n, &o, &hwp, &cw, &a};
-    unfused.launch(kUnfusedQuantizeKernel, {blocks(Pp * 32, 256), 1, 1, 256, 0}, args);
-  };
-  auto run_fused = [&](int) { fused.conv(pw, px, g, ep, fused_out); };
+    module.launch(kUnfusedQuantizeKernel, {blocks(after.pixels() * 32, 256), 1, 1, 256, 0}, args);
+  }
+  // DRAM bytes of the sequence beyond the plain kernel's inputs and the packed output.
+  double intermediate_bytes(const Epilogue& e) const {
+    const double y32 = static_cast<double>(before.pixels() * before.C) * 4,
+                 p32 = static_cast<double>(after.pixels() * before.C) * 4;
+    const bool has_pre = e.has(EpilogueOpKind::ScaleBias) || e.has(EpilogueOpKind::Relu);
+    return y32 + (has_pre ? 2 * y32 : 0) + (e.pool() ? y32 + p32 : 0) + p32;
+  }
+};
+
+// Checks the fused output against the reference and the unfused one against the fused, word
+// for word (planes and sums), times both, and returns the row.
+template <class Fused, class Unfused>
+nlohmann::json compare_and_time(Section& sec, const KernelSpec& spec, const EpilogueParams& params,
+                                const std::vector<int32_t>& y_ref, const UnfusedStages& stages, double in_bytes,
+                                LayerBuffers& fused_out, LayerBuffers& unfused_out, const std::string& ctx,
+                                Fused run_fused, Unfused run_unfused) {
   fused_out.values.fill_u32(0xdeadbeefu);  // a word the kernel does not write cannot pass
   run_fused(0);
   run_unfused(0);
-  synchronize(fused.kernel().module->context());
+  synchronize(ctx);
   VerifyReport check;
-  compare_output(fused_out, expected_output(fused_spec.epilogue, params, y_ref, before), &check);
+  compare_output(fused_out, expected_output(spec.epilogue, params, y_ref, stages.before), &check);
+  const int64_t Pp = stages.after.pixels();
   uint64_t differ = 0;
   const auto a = fused_out.values.to_vector<uint32_t>(fused_out.values.bytes() / 4);
   const auto b = unfused_out.values.to_vector<uint32_t>(a.size());
@@ -90,23 +101,86 @@ nlohmann::json run_case(Section& sec, const KernelSpec& fused_spec, const ConvSh
 
   const Timing tf = time_rotated(sec.rule, 1, run_fused);
   const Timing tu = time_rotated(sec.rule, 1, run_unfused);
-  const double in = static_cast<double>(pw.planes.bytes() + px.planes.bytes());
   const double out = static_cast<double>(a.size() * 4 + Pp * 4);
-  const double y32 = static_cast<double>(P * g.O) * 4, p32 = static_cast<double>(Pp * g.O) * 4;
-  const double unfused_bytes = in + y32 + (has_pre ? 2 * y32 : 0) + (pool ? y32 + p32 : 0) + p32 + out;
   if (check.mismatches || differ) sec.mismatch = true;
-  return {{"layer", fmt::format("n{}-{}x{}x{}-o{}", shape.N, shape.H, shape.W, shape.C, shape.O)},
-          {"chain", to_json(fused_spec.epilogue)},
+  return {{"chain", to_json(spec.epilogue)},
           {"fused_us", tf.us},
           {"unfused_us", tu.us},
           {"speedup", tu.us / tf.us},
-          {"fused_mb", (in + out) / 1e6},
-          {"unfused_mb", unfused_bytes / 1e6},
-          {"fused_tile", tile_text(*fused.kernel().compiled.spec.tile)},
-          {"conv_tile", tile_text(*plain.kernel().compiled.spec.tile)},
+          {"fused_mb", (in_bytes + out) / 1e6},
+          {"unfused_mb", (in_bytes + stages.intermediate_bytes(spec.epilogue) + out) / 1e6},
           {"checked", check.checked},
           {"mismatches", check.mismatches},
           {"unfused_differs", differ}};
+}
+
+nlohmann::json run_conv_case(Section& sec, const KernelSpec& fused_spec, const ConvShape& shape) {
+  Engine& engine = sec.engine;
+  const ConvGeometry g = conv_geometry(fused_spec, shape);
+  KernelSpec plain_spec = fused_spec;
+  plain_spec.epilogue = {};
+  ConvRunner fused(engine.kernel(with_tile_for(fused_spec, conv_problem(fused_spec, shape))));
+  ConvRunner plain(engine.kernel(with_tile_for(plain_spec, conv_problem(plain_spec, shape))));
+  const OutputDims before{g.N, g.O, g.Ho(), g.Wo()};
+  UnfusedStages stages(fused_spec, before, ConvRunner::dims(fused_spec, g));
+
+  const std::vector<int16_t> W = random_operand(fused_spec.w, static_cast<size_t>(g.O * g.C * g.kh * g.kw), 1);
+  const std::vector<int16_t> X = random_operand(fused_spec.x, static_cast<size_t>(g.N * g.C * g.H * g.W), 2);
+  const PackedConvWeights pw = fused.pack_w(DeviceBuffer::from(W), g);
+  const PackedConvActivations px = fused.pack_x(DeviceBuffer::from(X), g);
+  // One CPU reference serves the parameters and the check of the fused output.
+  const std::vector<int32_t> y_ref = reference_conv(g, W, X);
+  const EpilogueParams params = verify_params(fused_spec.epilogue, y_ref, before, 3);
+  const EpilogueDevice ep(fused_spec.epilogue, params, g.O), none;
+  LayerBuffers fused_out = EpilogueDevice::allocate(fused_spec.epilogue, stages.after);
+  LayerBuffers plain_out = EpilogueDevice::allocate(plain_spec.epilogue, before);
+  LayerBuffers unfused_out = EpilogueDevice::allocate(fused_spec.epilogue, stages.after);
+  nlohmann::json r = compare_and_time(
+      sec, fused_spec, params, y_ref, stages, static_cast<double>(pw.planes.bytes() + px.planes.bytes()), fused_out,
+      unfused_out, fused.kernel().module->context(), [&](int) { fused.conv(pw, px, g, ep, fused_out); },
+      [&](int) {
+        plain.conv(pw, px, g, none, plain_out);
+        stages.launch(fused_spec.epilogue, ep, plain_out.values.ptr(), unfused_out);
+      });
+  r["layer"] = fmt::format("n{}-{}x{}x{}-o{}", shape.N, shape.H, shape.W, shape.C, shape.O);
+  r["kernel"] = fmt::format("conv {} {}x{}/{}", precision_text(fused_spec), g.kh, g.kw, fused_spec.conv.sh);
+  r["fused_tile"] = tile_text(*fused.kernel().compiled.spec.tile);
+  r["plain_tile"] = tile_text(*plain.kernel().compiled.spec.tile);
+  return r;
+}
+
+// An APMM layer (M output channels, N pixels, K inputs) with its chain in the kernel.
+nlohmann::json run_apmm_case(Section& sec, const KernelSpec& fused_spec, const ApmmShape& s) {
+  Engine& engine = sec.engine;
+  KernelSpec plain_spec = fused_spec;
+  plain_spec.epilogue = {};
+  ApmmRunner fused(engine.kernel(with_tile_for(fused_spec, apmm_problem(s))));
+  ApmmRunner plain(engine.kernel(with_tile_for(plain_spec, apmm_problem(s))));
+  const OutputDims dims = ApmmRunner::dims(s.M, s.N);
+  UnfusedStages stages(fused_spec, dims, dims);
+
+  const std::vector<int16_t> W = random_operand(fused_spec.w, static_cast<size_t>(s.M * s.K), 1);
+  const std::vector<int16_t> X = random_operand(fused_spec.x, static_cast<size_t>(s.N * s.K), 2);
+  const PackedOperand pw = fused.pack_w(DeviceBuffer::from(W), s.M, s.K);
+  const PackedOperand px = fused.pack_x(DeviceBuffer::from(X), s.N, s.K);
+  const std::vector<int32_t> y_ref = reference_apmm(W, X, s);
+  const EpilogueParams params = verify_params(fused_spec.epilogue, y_ref, dims, 3);
+  const EpilogueDevice ep(fused_spec.epilogue, params, s.M), none;
+  LayerBuffers fused_out = EpilogueDevice::allocate(fused_spec.epilogue, dims);
+  LayerBuffers plain_out = EpilogueDevice::allocate(plain_spec.epilogue, dims);
+  LayerBuffers unfused_out = EpilogueDevice::allocate(fused_spec.epilogue, dims);
+  nlohmann::json r = compare_and_time(
+      sec, fused_spec, params, y_ref, stages, static_cast<double>(pw.planes.bytes() + px.planes.bytes()), fused_out,
+      unfused_out, fused.kernel().module->context(), [&](int) { fused.gemm(pw, px, ep, fused_out); },
+      [&](int) {
+        plain.gemm(pw, px, none, plain_out);
+        stages.launch(fused_spec.epilogue, ep, plain_out.values.ptr(), unfused_out);
+      });
+  r["layer"] = fmt::format("m{}-n{}-k{}", s.M, s.N, s.K);
+  r["kernel"] = fmt::format("apmm {}", precision_text(fused_spec));
+  r["fused_tile"] = tile_text(*fused.kernel().compiled.spec.tile);
+  r["plain_tile"] = tile_text(*plain.kernel().compiled.spec.tile);
+  return r;
 }
 
 }  // namespace
@@ -119,44 +193,62 @@ void run_fusion_section(Section& s, bool quick) {
   // (the smallest first: --quick runs each chain's first shape).
   const std::vector<ConvShape> resnet128 = {{128, 512, 7, 7, 512}, {128, 256, 14, 14, 256}, {128, 128, 28, 28, 128},
                                             {128, 64, 56, 56, 64}};
+  // APMM layers of w2a2 (signed weights): folded batch norm, ReLU and 2-bit codes (the
+  // threshold path), and folded batch norm to 4-bit per-channel codes (the float path); a
+  // shape of 5 tiles a block and one of 16 (the untuned tile differs: untuned_apmm_tile.cpp).
+  const std::vector<ApmmShape> apmm = {{2048, 4096, 1024}, {8192, 4096, 1024}};
   const struct {
     const char* name;
     const char* chain;
-    const std::vector<ConvShape>& shapes;
+    const std::vector<ConvShape>* conv_shapes;
+    const std::vector<ApmmShape>* apmm_shapes;
   } cases[] = {
       // The paper's experiment: APConv-w1a2, 2x2 pool, 2-bit quantize.
-      {"pool+q2", R"([{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])", paper},
+      {"pool+q2", R"([{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])", &paper,
+       nullptr},
       // The whole layer: folded batch norm, ReLU, pool, quantize.
       {"bn+relu+pool+q2",
        R"([{"op":"scale_bias"},{"op":"relu"},{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])",
-       paper},
+       &paper, nullptr},
       // A ResNet layer without a pool: folded batch norm, ReLU, quantize for the next conv.
-      {"bn+relu+q2", R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])", resnet128},
+      {"bn+relu+q2", R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])", &resnet128,
+       nullptr},
+      {"bn+relu+q2", R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])", nullptr, &apmm},
+      {"bn+q4", R"([{"op":"scale_bias"},{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])", nullptr, &apmm},
   };
-  for (const auto& c : cases)
-    for (size_t i = 0; i < (quick ? 1 : c.shapes.size()); ++i) {
-      KernelSpec spec;
+  for (const auto& c : cases) {
+    KernelSpec spec;
+    spec.epilogue = parse_epilogue(nlohmann::json::parse(c.chain), true, "bench");
+    if (c.conv_shapes) {
       spec.op = Op::Apconv;
       spec.w = {1, Encoding::Pm1};
       spec.x = {2, Encoding::Unsigned};
       spec.conv = {3, 3, 1, 1, 1, 1};
-      spec.epilogue = parse_epilogue(nlohmann::json::parse(c.chain), true, "bench");
-      nlohmann::json r = run_case(s, spec, c.shapes[i]);
+    } else {
+      spec.op = Op::Apmm;
+      spec.w = {2, Encoding::Signed};
+      spec.x = {2, Encoding::Unsigned};
+    }
+    const size_t shapes = c.conv_shapes ? c.conv_shapes->size() : c.apmm_shapes->size();
+    for (size_t i = 0; i < (quick ? 1 : shapes); ++i) {
+      nlohmann::json r = c.conv_shapes ? run_conv_case(s, spec, (*c.conv_shapes)[i]) : run_apmm_case(s, spec, (*c.apmm_shapes)[i]);
       r["name"] = c.name;
-      std::fprintf(stderr, "bench: fusion %s %s: %.2f vs %.2f us\n", r["layer"].get<std::string>().c_str(), c.name,
-                   r["fused_us"].get<double>(), r["unfused_us"].get<double>());
+      std::fprintf(stderr, "bench: fusion %s %s %s: %.2f vs %.2f us\n", r["kernel"].get<std::string>().c_str(),
+                   r["layer"].get<std::string>().c_str(), c.name, r["fused_us"].get<double>(), r["unfused_us"].get<double>());
       s.report.fusion.push_back(r);
     }
+  }
 }
 
 void print_fusion_table(const nlohmann::json& rows, std::FILE* out) {
   if (rows.empty()) return;
-  std::fprintf(out, "\nfusion: w1a2 conv 3x3/1 pad 1 with its chain in the kernel (fused) vs int32 conv + one kernel per "
-                    "stage (unfused)\n");
-  std::fprintf(out, "%-20s %-16s %10s %10s %7s %9s %10s %-16s %s\n", "layer", "chain", "fused us", "unfused us", "speedup",
-               "fused MB", "unfused MB", "fused tile", "exact");
+  std::fprintf(out, "\nfusion: the chain in the kernel (fused) vs the same kernel's int32 output + one kernel per stage "
+                    "(unfused)\n");
+  std::fprintf(out, "%-16s %-20s %-16s %10s %10s %7s %9s %10s %-20s %s\n", "kernel", "layer", "chain", "fused us",
+               "unfused us", "speedup", "fused MB", "unfused MB", "fused tile", "exact");
   for (const nlohmann::json& r : rows)
-    std::fprintf(out, "%-20s %-16s %10.2f %10.2f %6.2fx %9.3f %10.3f %-16s %s\n", r["layer"].get<std::string>().c_str(),
+    std::fprintf(out, "%-16s %-20s %-16s %10.2f %10.2f %6.2fx %9.3f %10.3f %-20s %s\n",
+                 r["kernel"].get<std::string>().c_str(), r["layer"].get<std::string>().c_str(),
                  r["name"].get<std::string>().c_str(), r["fused_us"].get<double>(), r["unfused_us"].get<double>(),
                  r["speedup"].get<double>(), r["fused_mb"].get<double>(), r["unfused_mb"].get<double>(),
                  r["fused_tile"].get<std::string>().c_str(),

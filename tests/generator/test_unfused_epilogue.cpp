@@ -22,9 +22,20 @@ TEST_CASE("unfused epilogue stages compile for a full chain and for pool+quantiz
   }
 }
 
-TEST_CASE("unfused epilogue needs an apconv chain that ends in quantize") {
+TEST_CASE("unfused epilogue needs a chain that ends in quantize, of a conv or an APMM") {
   apnn::KernelSpec s;
   s.op = apnn::Op::Apconv;
   s.epilogue = apnn::parse_epilogue(nlohmann::json::parse(R"([{"op":"relu"}])"), true, "test");
+  CHECK_THROWS_WITH_AS(apnn::generate_unfused_epilogue(s), doctest::Contains("ends in quantize"), apnn::Error);
+  // APMM's M x N output is one image of M channels by N pixels: the same stages take it.
+  s.op = apnn::Op::Apmm;
+  s.conv = {};
+  s.epilogue = apnn::parse_epilogue(
+      nlohmann::json::parse(R"([{"op":"scale_bias"},{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])"),
+      false, "test");
+  const apnn::GeneratedSource src = apnn::generate_unfused_epilogue(s);
+  CHECK(src.kernels.size() == 3);
+  CHECK_FALSE(apnn::compile_cubin(src, "sm_90a").cubin.empty());
+  s.epilogue = {};
   CHECK_THROWS_AS(apnn::generate_unfused_epilogue(s), apnn::Error);
 }
