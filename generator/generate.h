@@ -34,8 +34,9 @@ inline constexpr int kPackThreads = 256;
 // everywhere else the mma.sync core; empty means no arch-specific core.
 GeneratedSource generate(const KernelSpec& spec, const std::string& arch = "");
 
-// The unfused baseline of an apconv spec's chain (templates/unfused_epilogue.cuh), one
-// kernel per stage, for the fusion benchmark. The chain must end in quantize.
+// The unfused baseline of a conv or APMM spec's chain (templates/unfused_epilogue.cuh; APMM's
+// M x N output is one image of M channels), one kernel per stage, for the fusion benchmark.
+// The chain must end in quantize.
 inline constexpr const char* kUnfusedPreKernel = "apnn_unfused_pre";
 inline constexpr const char* kUnfusedPoolKernel = "apnn_unfused_pool";
 inline constexpr const char* kUnfusedQuantizeKernel = "apnn_unfused_quantize";

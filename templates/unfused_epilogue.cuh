@@ -1,5 +1,6 @@
-// The unfused baseline of a chain, for the fusion benchmark: the conv writes int32 NCHW,
-// then one kernel per stage reads and writes global memory (as the paper's "w/o Fusion"):
+// The unfused baseline of a chain, for the fusion benchmark: the conv (or APMM: one image of
+// M channels by N pixels) writes int32 NCHW, then one kernel per stage reads and writes global
+// memory (as the paper's "w/o Fusion"):
 //   unfused_pre:      int32 -> Staged    (the ops before pool: scale_bias, relu)
 //   unfused_pool:     Staged -> Pooled   (N, O, Hp, Wp)
 //   unfused_quantize: Pooled -> packed planes + pixsum (conv_layout.h), post ops first
