@@ -37,21 +37,23 @@ std::string precision_text(const KernelSpec& s) { return fmt::format("w{}a{}", s
 // the pool, the pool, the quantize and pack.
 struct UnfusedStages {
   LoadedModule module;
-  DeviceBuffer staged, pooled;
   OutputDims before, after;  // the int32 output's dims, the chain's output dims
+  bool has_pre, has_pool;    // ops before the pool (scale_bias, relu); a pool
+  DeviceBuffer staged, pooled;  // the values after the pre ops and after the pool, where the chain has them
 
   UnfusedStages(const KernelSpec& spec, const OutputDims& before, const OutputDims& after)
       : module(compile_cubin(generate_unfused_epilogue(spec), current_device().arch()).cubin, "unfused epilogue"),
-        staged(static_cast<size_t>(before.pixels() * before.C) * 4),
-        pooled(static_cast<size_t>(after.pixels() * after.C) * 4),
         before(before),
-        after(after) {}
+        after(after),
+        has_pre(spec.epilogue.has(EpilogueOpKind::ScaleBias) || spec.epilogue.has(EpilogueOpKind::Relu)),
+        has_pool(spec.epilogue.pool() != nullptr) {
+    if (has_pre) staged = DeviceBuffer(static_cast<size_t>(before.pixels() * before.C) * 4);
+    if (has_pool) pooled = DeviceBuffer(static_cast<size_t>(after.pixels() * after.C) * 4);
+  }
 
-  void launch(const Epilogue& e, const EpilogueDevice& ep, CUdeviceptr y, LayerBuffers& out) {
-    const EpilogueOp* pool = e.pool();
-    const bool has_pre = e.has(EpilogueOpKind::ScaleBias) || e.has(EpilogueOpKind::Relu);
+  void launch(const EpilogueDevice& ep, CUdeviceptr y, LayerBuffers& out) {
     EpilogueKernelArgs a = ep.args(out);
-    CUdeviceptr st = has_pre ? staged.ptr() : y, pl = pool ? pooled.ptr() : st;
+    CUdeviceptr st = has_pre ? staged.ptr() : y, pl = has_pool ? pooled.ptr() : st;
     long long count = before.pixels() * before.C;
     int o = static_cast<int>(before.C), hw = static_cast<int>(before.H * before.W), n = static_cast<int>(before.N);
     int h = static_cast<int>(before.H), w = static_cast<int>(before.W), hp = static_cast<int>(after.H),
@@ -61,7 +63,7 @@ struct UnfusedStages {
       void* args[] = {&y, &st, &count, &o, &hw, &a};
       module.launch(kUnfusedPreKernel, {blocks(count, 256), 1, 1, 256, 0}, args);
     }
-    if (pool) {
+    if (has_pool) {
       void* args[] = {&st, &pl, &n, &o, &h, &w, &hp, &wp};
       module.launch(kUnfusedPoolKernel, {blocks(after.pixels() * before.C, 256), 1, 1, 256, 0}, args);
     }
@@ -69,19 +71,18 @@ struct UnfusedStages {
     module.launch(kUnfusedQuantizeKernel, {blocks(after.pixels() * 32, 256), 1, 1, 256, 0}, args);
   }
   // DRAM bytes of the sequence beyond the plain kernel's inputs and the packed output.
-  double intermediate_bytes(const Epilogue& e) const {
+  double intermediate_bytes() const {
     const double y32 = static_cast<double>(before.pixels() * before.C) * 4,
                  p32 = static_cast<double>(after.pixels() * before.C) * 4;
-    const bool has_pre = e.has(EpilogueOpKind::ScaleBias) || e.has(EpilogueOpKind::Relu);
-    return y32 + (has_pre ? 2 * y32 : 0) + (e.pool() ? y32 + p32 : 0) + p32;
+    return y32 + (has_pre ? 2 * y32 : 0) + (has_pool ? y32 + p32 : 0) + p32;
   }
 };
 
 // Checks the fused output against the reference and the unfused one against the fused, word
 // for word (planes and sums), times both, and returns the row.
 template <class Fused, class Unfused>
-nlohmann::json compare_and_time(Section& sec, const KernelSpec& spec, const EpilogueParams& params,
-                                const std::vector<int32_t>& y_ref, const UnfusedStages& stages, double in_bytes,
+nlohmann::json compare_and_time(Section& sec, const Epilogue& chain, const ExpectedOutput& want,
+                                const UnfusedStages& stages, double in_bytes,
                                 LayerBuffers& fused_out, LayerBuffers& unfused_out, const std::string& ctx,
                                 Fused run_fused, Unfused run_unfused) {
   fused_out.values.fill_u32(0xdeadbeefu);  // a word the kernel does not write cannot pass
@@ -89,7 +90,7 @@ nlohmann::json compare_and_time(Section& sec, const KernelSpec& spec, const Epil
   run_unfused(0);
   synchronize(ctx);
   VerifyReport check;
-  compare_output(fused_out, expected_output(spec.epilogue, params, y_ref, stages.before), &check);
+  compare_output(fused_out, want, &check);
   const int64_t Pp = stages.after.pixels();
   uint64_t differ = 0;
   const auto a = fused_out.values.to_vector<uint32_t>(fused_out.values.bytes() / 4);
@@ -103,12 +104,12 @@ nlohmann::json compare_and_time(Section& sec, const KernelSpec& spec, const Epil
   const Timing tu = time_rotated(sec.rule, 1, run_unfused);
   const double out = static_cast<double>(a.size() * 4 + Pp * 4);
   if (check.mismatches || differ) sec.mismatch = true;
-  return {{"chain", to_json(spec.epilogue)},
+  return {{"chain", to_json(chain)},
           {"fused_us", tf.us},
           {"unfused_us", tu.us},
           {"speedup", tu.us / tf.us},
           {"fused_mb", (in_bytes + out) / 1e6},
-          {"unfused_mb", (in_bytes + stages.intermediate_bytes(spec.epilogue) + out) / 1e6},
+          {"unfused_mb", (in_bytes + stages.intermediate_bytes() + out) / 1e6},
           {"checked", check.checked},
           {"mismatches", check.mismatches},
           {"unfused_differs", differ}};
@@ -136,11 +137,12 @@ nlohmann::json run_conv_case(Section& sec, const KernelSpec& fused_spec, const C
   LayerBuffers plain_out = EpilogueDevice::allocate(plain_spec.epilogue, before);
   LayerBuffers unfused_out = EpilogueDevice::allocate(fused_spec.epilogue, stages.after);
   nlohmann::json r = compare_and_time(
-      sec, fused_spec, params, y_ref, stages, static_cast<double>(pw.planes.bytes() + px.planes.bytes()), fused_out,
-      unfused_out, fused.kernel().module->context(), [&](int) { fused.conv(pw, px, g, ep, fused_out); },
+      sec, fused_spec.epilogue, expected_output(fused_spec.epilogue, params, y_ref, before), stages,
+      static_cast<double>(pw.planes.bytes() + px.planes.bytes()), fused_out, unfused_out,
+      fused.kernel().module->context(), [&](int) { fused.conv(pw, px, g, ep, fused_out); },
       [&](int) {
         plain.conv(pw, px, g, none, plain_out);
-        stages.launch(fused_spec.epilogue, ep, plain_out.values.ptr(), unfused_out);
+        stages.launch(ep, plain_out.values.ptr(), unfused_out);
       });
   r["layer"] = fmt::format("n{}-{}x{}x{}-o{}", shape.N, shape.H, shape.W, shape.C, shape.O);
   r["kernel"] = fmt::format("conv {} {}x{}/{}", precision_text(fused_spec), g.kh, g.kw, fused_spec.conv.sh);
@@ -170,11 +172,12 @@ nlohmann::json run_apmm_case(Section& sec, const KernelSpec& fused_spec, const A
   LayerBuffers plain_out = EpilogueDevice::allocate(plain_spec.epilogue, dims);
   LayerBuffers unfused_out = EpilogueDevice::allocate(fused_spec.epilogue, dims);
   nlohmann::json r = compare_and_time(
-      sec, fused_spec, params, y_ref, stages, static_cast<double>(pw.planes.bytes() + px.planes.bytes()), fused_out,
-      unfused_out, fused.kernel().module->context(), [&](int) { fused.gemm(pw, px, ep, fused_out); },
+      sec, fused_spec.epilogue, expected_output(fused_spec.epilogue, params, y_ref, dims), stages,
+      static_cast<double>(pw.planes.bytes() + px.planes.bytes()), fused_out, unfused_out,
+      fused.kernel().module->context(), [&](int) { fused.gemm(pw, px, ep, fused_out); },
       [&](int) {
         plain.gemm(pw, px, none, plain_out);
-        stages.launch(fused_spec.epilogue, ep, plain_out.values.ptr(), unfused_out);
+        stages.launch(ep, plain_out.values.ptr(), unfused_out);
       });
   r["layer"] = fmt::format("m{}-n{}-k{}", s.M, s.N, s.K);
   r["kernel"] = fmt::format("apmm {}", precision_text(fused_spec));
