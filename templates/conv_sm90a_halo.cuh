@@ -114,9 +114,10 @@ struct ConvSm90aHalo {
   // n128-14x14x256 bn+relu+q2 ran 25.6 us against the plain 15.0.
   static constexpr bool kRowParams = !E::kQThresholds && (E::kScaleBias || E::kQuantize);
   static constexpr int kRowWords = E::kQThresholds ? 1 << E::kQBits : (kRowParams ? 4 : 0);
-  // 2-bit codes by thresholds keep ChannelThresholds::spread_table as the row's last word: a
-  // row's two plane bits go into a word of 16 rows of both planes with two instructions, where
-  // the code table's code took two a plane.
+  // 2-bit codes by thresholds keep ChannelThresholds::spread_table, shifted left by the row's
+  // place in its group of 8, as the row's last word: shifted right by the code's count, its
+  // two plane bits are in place in a word of 8 rows of both planes, and one LOP3 takes them in
+  // (the code table's code took two instructions a plane).
   static constexpr bool kSpread = E::kQThresholds && E::kQBits == 2;
   static_assert(kRowWords <= kStgPitch - kBN && kRowWords <= 8, "halo core: a row's words past its columns");
   // Row r's RowParams, from the row words at a (row 0's) plus r rows.
@@ -340,6 +341,7 @@ struct ConvSm90aHalo {
     i64 plane_words;  // words between planes (Ho*Wo*CW')
     int row0, O, r0, split;
     int zero_words;   // words after the two chunks that are only padding (O <= 64: the row's other 64 channels)
+    static constexpr int kWords = kSpread ? 4 : E::kQBits;  // a chunk's words while its rows go in
 
     // The code of y at row r (channel o): from the row's staged thresholds, else the float ops.
     __device__ __forceinline__ u32 code(const Prob& prob, i32 y, int o, int r) const {
@@ -356,9 +358,19 @@ struct ConvSm90aHalo {
                          : "r"(a + 4 * k));
         }
         // The table shifted by one code (the spread table: one bit) per threshold y reaches:
-        // an ISETP and a predicated SHF each (a count of the compares, then one shift, took
-        // 2-3 more).
+        // below, an ISETP and a predicated SHF each (a count of the compares, then one shift,
+        // took 2-3 more).
         u32 x = w[kRowWords - 1];
+        if constexpr (kSpread) {
+          // 2-bit codes: a bisection over the ascending thresholds, two compares, a select and
+          // two shifts (one instruction fewer than a compare and a shift a threshold; with the
+          // pre-shifted table, n128 14x14x256 bn+relu+q2 15.9 against 16.7 us, session 48).
+          asm("{\n .reg .pred p, q;\n .reg .b32 t;\n setp.ge.s32 p, %1, %3;\n selp.b32 t, %4, %2, p;\n"
+              " setp.ge.s32 q, %1, t;\n @p shr.b32 %0, %0, 2;\n @q shr.b32 %0, %0, 1;\n}\n"
+              : "+r"(x)
+              : "r"(y), "r"(w[0]), "r"(w[1]), "r"(w[2]));
+          return x;
+        }
 #pragma unroll
         for (int k = 0; k < kRowWords - 1; ++k)
           asm("{\n .reg .pred p;\n setp.ge.s32 p, %1, %2;\n @p shr.b32 %0, %0, %3;\n}\n"
@@ -371,28 +383,30 @@ struct ConvSm90aHalo {
       }
     }
     __device__ __forceinline__ void row(const Prob& prob, const ConvColumn& col, int chunk, int r,
-                                        u32 (&word)[E::kQBits]) const {
+                                        u32 (&word)[kWords]) const {
       const int o = row0 + 32 * chunk + r;
       const u32 v = staged(stg + (32 * chunk + r) * kStgPitch * 4);
       const u32 c = code(prob, static_cast<i32>(v + prob.correction(o, col)), o, 32 * chunk + r);
       if constexpr (kSpread) {
-        // Rows 0-15 in word 0, 16-31 in word 1: bit r % 16 plane 0's, bit 16 + r % 16 plane 1's
-        // (planes() sorts them out). r is a constant where the rows unroll.
-        const int b = r & 15;
-        const u32 bits = (c << b) & (0x00010001u << b);
-        if (r < 16) word[0] |= bits;
-        else word[1] |= bits;
+        // Rows 8q..8q+7 in word q: the row's table comes shifted by r % 8, so its code's two
+        // plane bits sit at bits r % 8 and 16 + r % 8, and one LOP3 takes them in.
+        const u32 bits = c & (0x00010001u << (r & 7));
+        // (As masks: at a run-time r, as past O, the compiler made `if (r >> 3 == q)` an indexed
+        // store to local memory.)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) word[q] |= bits & (0u - static_cast<u32>(r >> 3 == q));
       } else {
         // Bit s of the code to bit r of plane s's word: a shift and one LOP3 ((a & m) | b).
 #pragma unroll
         for (int s = 0; s < E::kQBits; ++s) word[s] |= (r >= s ? c << (r - s) : c >> (s - r)) & (1u << r);
       }
     }
-    // The spread form's two words of 16 rows of both planes -> each plane's 32 rows.
-    static __device__ __forceinline__ void planes(u32 (&word)[E::kQBits]) {
+    // The spread form's four words of 8 rows of both planes -> each plane's 32 rows.
+    static __device__ __forceinline__ void planes(u32 (&word)[kWords]) {
       if constexpr (kSpread) {
-        const u32 lo = word[0], hi = word[1];
-        word[0] = __byte_perm(lo, hi, 0x5410);  // rows 0-15 of plane 0, then rows 16-31
+        // Plane 0's byte of each word of 8 rows, then plane 1's (bytes 0 and 2).
+        const u32 lo = __byte_perm(word[0], word[1], 0x6240), hi = __byte_perm(word[2], word[3], 0x6240);
+        word[0] = __byte_perm(lo, hi, 0x5410);
         word[1] = __byte_perm(lo, hi, 0x7632);
       }
     }
@@ -401,7 +415,7 @@ struct ConvSm90aHalo {
     __device__ __forceinline__ void run(const Prob& prob, const ConvColumn& col, PixelSumAdd& pending) const {
       i32 sum = 0;
       for (int chunk = r0; chunk < 2; chunk += split) {
-        u32 word[E::kQBits] = {};
+        u32 word[kWords] = {};
         const int valid = O - (row0 + 32 * chunk);
         if (valid >= 32) {
 #pragma unroll
@@ -470,7 +484,7 @@ struct ConvSm90aHalo {
           for (int k = 0; k < kRowWords - 1; ++k)
             asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a + 4 * k), "r"(th.t[k]) : "memory");
           u32 table;
-          if constexpr (kSpread) table = th.spread_table();
+          if constexpr (kSpread) table = th.spread_table() << (tid & 7);  // QuantReadout::row
           else table = th.code_table();
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a + 4 * (kRowWords - 1)), "r"(table) : "memory");
         } else {

@@ -138,8 +138,8 @@ struct ChannelThresholds {
     return table;
   }
   // For 2-bit codes: bit 0 of count n's code at bit n, bit 1 at bit 16 + n. Shifted right by
-  // the count, its bits 0 and 16 are the code's two plane bits, which one shift and one LOP3
-  // put into a word of 16 rows of both planes (conv_sm90a_halo.cuh's QuantReadout).
+  // the count, its bits 0 and 16 are the code's two plane bits (conv_sm90a_halo.cuh's
+  // QuantReadout keeps it shifted left by a row's place in 8, so that they land in place).
   __device__ __forceinline__ u32 spread_table() const {
     static_assert(E::kQBits == 2, "spread_table: 2-bit codes");
     u32 table = 0;
