@@ -196,6 +196,9 @@ void run_fusion_section(Section& s, bool quick) {
   // (the smallest first: --quick runs each chain's first shape).
   const std::vector<ConvShape> resnet128 = {{128, 512, 7, 7, 512}, {128, 256, 14, 14, 256}, {128, 128, 28, 28, 128},
                                             {128, 64, 56, 56, 64}};
+  // Its 3x3/2 layers (the first conv of each downsampling block, also followed by batch norm,
+  // ReLU and the next conv's quantize), the smallest first.
+  const std::vector<ConvShape> resnet128_s2 = {{128, 256, 14, 14, 512}, {128, 128, 28, 28, 256}, {128, 64, 56, 56, 128}};
   // APMM layers of w2a2 (signed weights): folded batch norm, ReLU and 2-bit codes (the
   // threshold path), and folded batch norm to 4-bit per-channel codes (the float path); a
   // shape of 5 tiles a block and one of 16 (the untuned tile differs: untuned_apmm_tile.cpp).
@@ -205,6 +208,7 @@ void run_fusion_section(Section& s, bool quick) {
     const char* chain;
     const std::vector<ConvShape>* conv_shapes;
     const std::vector<ApmmShape>* apmm_shapes;
+    int stride = 1;  // the convs'
   } cases[] = {
       // The paper's experiment: APConv-w1a2, 2x2 pool, 2-bit quantize.
       {"pool+q2", R"([{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])", &paper,
@@ -216,6 +220,8 @@ void run_fusion_section(Section& s, bool quick) {
       // A ResNet layer without a pool: folded batch norm, ReLU, quantize for the next conv.
       {"bn+relu+q2", R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])", &resnet128,
        nullptr},
+      {"bn+relu+q2", R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])", &resnet128_s2,
+       nullptr, 2},
       {"bn+relu+q2", R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])", nullptr, &apmm},
       {"bn+q4", R"([{"op":"scale_bias"},{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])", nullptr, &apmm},
   };
@@ -226,7 +232,7 @@ void run_fusion_section(Section& s, bool quick) {
       spec.op = Op::Apconv;
       spec.w = {1, Encoding::Pm1};
       spec.x = {2, Encoding::Unsigned};
-      spec.conv = {3, 3, 1, 1, 1, 1};
+      spec.conv = {3, 3, c.stride, c.stride, 1, 1};
     } else {
       spec.op = Op::Apmm;
       spec.w = {2, Encoding::Signed};

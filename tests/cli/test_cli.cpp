@@ -680,15 +680,17 @@ TEST_CASE("cli: bench without a GPU exits 3 with the driver message; bad selecti
     REQUIRE(ok.code == 0);
     const json doc = json::parse(read_file(json_path));
     CHECK(doc.at("settings").at("complete") == true);
-    REQUIRE(doc.at("fusion").size() == 5);  // each chain's first shape: 3 conv, 2 APMM
-    int apmm_rows = 0;
+    REQUIRE(doc.at("fusion").size() == 6);  // each chain's first shape: 4 conv, 2 APMM
+    int apmm_rows = 0, stride2_rows = 0;
     for (const json& r : doc.at("fusion")) {
       CHECK(r.at("checked").get<int64_t>() > 0);
       CHECK(r.at("mismatches") == 0);
       CHECK(r.at("unfused_differs") == 0);
       apmm_rows += r.at("kernel").get<std::string>().rfind("apmm", 0) == 0;
+      stride2_rows += contains(r.at("kernel").get<std::string>(), "3x3/2");
     }
     CHECK(apmm_rows == 2);
+    CHECK(stride2_rows == 1);
     CHECK(contains(read_file(chart_path), "<svg"));
     return;
   }
