@@ -102,7 +102,6 @@ struct ConvSm90aHalo {
   static constexpr int row_bytes(int chunks) { return chunks == 1 ? 16 : chunks % 4 == 0 ? 64 : 32; }
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging
-  using Frag = GemmSm80<T>;    // the accumulator fragment and its combine
   using Prob = ConvProblem<T>;  // only its epilogue terms (the corrections, visit_pixel)
   using Acc = i32[T::kGroups][1][kBN / 8][4];
   // A chain's per-channel words sit in each staging row past the tile's columns (a pitch
@@ -278,12 +277,42 @@ struct ConvSm90aHalo {
     }
   }
 
-  // The chain's output of channel o from its staged sum v (the plain int32 output: v plus
-  // the corrections).
-  static __device__ __forceinline__ typename E::Final value(const Prob& prob, u32 v, int o, const ConvColumn& col) {
-    return E::post(E::pre(static_cast<i32>(v + prob.correction(o, col)), o, prob.epi), o, prob.epi);
+  // The staging holds a tile's sums over the largest power of two that divides every group
+  // weight (2 where the weights are pm1's 2 x the planes' 1, 2, ...): the combine of w1a2's
+  // two sets is then one LEA a value where weights 2 and 4 took a shift and an IMAD, and the
+  // readout shifts back in the IMAD or LEA that adds the corrections (64 instructions a warp
+  // fewer each tile at bn 128; n128 w1a2 14x14x256-o512 3x3/2 10.27 -> 10.09 us, 28x28x128
+  // int16 19.64 -> 19.42, 56x56x64 int32 48.5 -> 49.0, the rest even: session 48, call 4).
+  static __device__ constexpr int stage_shift() {
+    int s = 30;
+    for (int g = 0; g < T::kGroups; ++g) {
+      const int w = T::group_weight(g) < 0 ? -T::group_weight(g) : T::group_weight(g);
+      int z = 0;
+      while (z < s && ((w >> z) & 1) == 0) ++z;
+      s = z;
+    }
+    return s;
   }
-  // The staged sum at byte address a: volatile (after the warpgroup's barrier) but without a
+  static __device__ __forceinline__ u32 stage_sum(const Acc& acc, int ni, int e) {
+    constexpr int kShift = stage_shift();
+    u32 sum = 0;
+#pragma unroll
+    for (int g = 0; g < T::kGroups; ++g)
+      sum += static_cast<u32>(T::group_weight(g) / (1 << kShift)) * static_cast<u32>(acc[g][0][ni][e]);
+    return sum;
+  }
+  // The sum from its staged value v, and with the corrections.
+  static __device__ __forceinline__ u32 unstage(u32 v) { return v << stage_shift(); }
+  static __device__ __forceinline__ i32 corrected(const Prob& prob, u32 v, int o, const ConvColumn& col) {
+    return static_cast<i32>(unstage(v) + prob.correction(o, col));
+  }
+
+  // The chain's output of channel o from its staged value v (the plain int32 output: the sum
+  // plus the corrections).
+  static __device__ __forceinline__ typename E::Final value(const Prob& prob, u32 v, int o, const ConvColumn& col) {
+    return E::post(E::pre(corrected(prob, v, o, col), o, prob.epi), o, prob.epi);
+  }
+  // The staged value at byte address a: volatile (after the warpgroup's barrier) but without a
   // memory clobber, so that a quantize's threshold loads may be issued around it.
   static __device__ __forceinline__ u32 staged(u32 a) {
     u32 v;
@@ -319,7 +348,7 @@ struct ConvSm90aHalo {
     __device__ __forceinline__ void store(const Prob& prob, const ConvColumn& col, int r) const {
       if constexpr (kRowParams) {
         const RowParams p = row_params_at(prm, r);
-        const i32 x = static_cast<i32>(staged(stg + r * kStgPitch * 4) + prob.correction(row0 + r, col));
+        const i32 x = corrected(prob, staged(stg + r * kStgPitch * 4), row0 + r, col);
         y[static_cast<i64>(r) * step] = E::post_row(E::pre_row(x, p), p);
       } else {
         u32 v;
@@ -386,7 +415,7 @@ struct ConvSm90aHalo {
                                         u32 (&word)[kWords]) const {
       const int o = row0 + 32 * chunk + r;
       const u32 v = staged(stg + (32 * chunk + r) * kStgPitch * 4);
-      const u32 c = code(prob, static_cast<i32>(v + prob.correction(o, col)), o, 32 * chunk + r);
+      const u32 c = code(prob, corrected(prob, v, o, col), o, 32 * chunk + r);
       if constexpr (kSpread) {
         // Rows 8q..8q+7 in word q: the row's table comes shifted by r % 8, so its code's two
         // plane bits sit at bits r % 8 and 16 + r % 8, and one LOP3 takes them in.
@@ -594,7 +623,7 @@ struct ConvSm90aHalo {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int r = (warp & 3) * 16 + g + 8 * half, c = 8 * ni + 2 * tig;
-          const u32 v0 = Frag::combine(acc, 0, ni, 2 * half), v1 = Frag::combine(acc, 0, ni, 2 * half + 1);
+          const u32 v0 = stage_sum(acc, ni, 2 * half), v1 = stage_sum(acc, ni, 2 * half + 1);
           asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(stg + (r * kStgPitch + c) * 4), "r"(v0), "r"(v1)
                        : "memory");
         }
