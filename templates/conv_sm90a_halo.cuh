@@ -386,25 +386,26 @@ struct ConvSm90aHalo {
                          : "=r"(w[k]), "=r"(w[k + 1]), "=r"(w[k + 2]), "=r"(w[k + 3])
                          : "r"(a + 4 * k));
         }
-        // The table shifted by one code (the spread table: one bit) per threshold y reaches:
-        // below, an ISETP and a predicated SHF each (a count of the compares, then one shift,
-        // took 2-3 more).
+        // The table shifted by one code (the spread table: one bit) per threshold y reaches.
         u32 x = w[kRowWords - 1];
         if constexpr (kSpread) {
-          // 2-bit codes: a bisection over the ascending thresholds, two compares, a select and
-          // two shifts (one instruction fewer than a compare and a shift a threshold; with the
-          // pre-shifted table, n128 14x14x256 bn+relu+q2 15.9 against 16.7 us, session 48).
+          // 2-bit codes: the count by a bisection over the ascending thresholds (unused ones
+          // INT32_MAX), two compares, a select and two shifts: one instruction fewer than a
+          // compare and a shift a threshold (with the pre-shifted table, n128 14x14x256
+          // bn+relu+q2 15.9 against 16.7 us, session 48).
           asm("{\n .reg .pred p, q;\n .reg .b32 t;\n setp.ge.s32 p, %1, %3;\n selp.b32 t, %4, %2, p;\n"
               " setp.ge.s32 q, %1, t;\n @p shr.b32 %0, %0, 2;\n @q shr.b32 %0, %0, 1;\n}\n"
               : "+r"(x)
               : "r"(y), "r"(w[0]), "r"(w[1]), "r"(w[2]));
-          return x;
-        }
+        } else {
+          // Else an ISETP and a predicated SHF a threshold (a count of the compares, then one
+          // shift, took 2-3 more).
 #pragma unroll
-        for (int k = 0; k < kRowWords - 1; ++k)
-          asm("{\n .reg .pred p;\n setp.ge.s32 p, %1, %2;\n @p shr.b32 %0, %0, %3;\n}\n"
-              : "+r"(x)
-              : "r"(y), "r"(w[k]), "n"(kSpread ? 1 : E::kQBits));
+          for (int k = 0; k < kRowWords - 1; ++k)
+            asm("{\n .reg .pred p;\n setp.ge.s32 p, %1, %2;\n @p shr.b32 %0, %0, %3;\n}\n"
+                : "+r"(x)
+                : "r"(y), "r"(w[k]), "n"(E::kQBits));
+        }
         return x;  // the code in its low kQBits bits (spread: bits 0 and 16), the higher codes above
       } else {
         const RowParams p = row_params_at(thr, r);
