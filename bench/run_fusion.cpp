@@ -203,6 +203,8 @@ void run_fusion_section(Section& s, bool quick) {
   // threshold path), and folded batch norm to 4-bit per-channel codes (the float path); a
   // shape of 5 tiles a block and one of 16 (the untuned tile differs: untuned_apmm_tile.cpp).
   const std::vector<ApmmShape> apmm = {{2048, 4096, 1024}, {8192, 4096, 1024}};
+  // Folded batch norm, ReLU and the next conv's 2-bit codes: a ResNet layer without a pool.
+  const char* const bn_relu_q2 = R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])";
   const struct {
     const char* name;
     const char* chain;
@@ -217,12 +219,10 @@ void run_fusion_section(Section& s, bool quick) {
       {"bn+relu+pool+q2",
        R"([{"op":"scale_bias"},{"op":"relu"},{"op":"pool","kind":"max","size":2,"stride":2},{"op":"quantize","bits":2,"enc":"unsigned"}])",
        &paper, nullptr},
-      // A ResNet layer without a pool: folded batch norm, ReLU, quantize for the next conv.
-      {"bn+relu+q2", R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])", &resnet128,
-       nullptr},
-      {"bn+relu+q2", R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])", &resnet128_s2,
-       nullptr, 2},
-      {"bn+relu+q2", R"([{"op":"scale_bias"},{"op":"relu"},{"op":"quantize","bits":2,"enc":"unsigned"}])", nullptr, &apmm},
+      // A ResNet layer without a pool, stride 1 and 2, and an APMM layer with the same chain.
+      {"bn+relu+q2", bn_relu_q2, &resnet128, nullptr},
+      {"bn+relu+q2", bn_relu_q2, &resnet128_s2, nullptr, 2},
+      {"bn+relu+q2", bn_relu_q2, nullptr, &apmm},
       {"bn+q4", R"([{"op":"scale_bias"},{"op":"quantize","bits":4,"enc":"signed","scale":"per_channel"}])", nullptr, &apmm},
   };
   for (const auto& c : cases) {

@@ -102,6 +102,7 @@ struct ConvSm90aHalo {
   static constexpr int row_bytes(int chunks) { return chunks == 1 ? 16 : chunks % 4 == 0 ? 64 : 32; }
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging
+  using Frag = GemmSm80<T>;    // the accumulator fragment and its combine
   using Prob = ConvProblem<T>;  // only its epilogue terms (the corrections, visit_pixel)
   using Acc = i32[T::kGroups][1][kBN / 8][4];
   // A chain's per-channel words sit in each staging row past the tile's columns (a pitch
@@ -293,16 +294,11 @@ struct ConvSm90aHalo {
     }
     return s;
   }
-  static __device__ __forceinline__ u32 stage_sum(const Acc& acc, int ni, int e) {
-    constexpr int kShift = stage_shift();
-    u32 sum = 0;
-#pragma unroll
-    for (int g = 0; g < T::kGroups; ++g)
-      sum += static_cast<u32>(T::group_weight(g) / (1 << kShift)) * static_cast<u32>(acc[g][0][ni][e]);
-    return sum;
-  }
   // The sum from its staged value v, and with the corrections.
-  static __device__ __forceinline__ u32 unstage(u32 v) { return v << stage_shift(); }
+  static __device__ __forceinline__ u32 unstage(u32 v) {
+    constexpr int kShift = stage_shift();
+    return v << kShift;
+  }
   static __device__ __forceinline__ i32 corrected(const Prob& prob, u32 v, int o, const ConvColumn& col) {
     return static_cast<i32>(unstage(v) + prob.correction(o, col));
   }
@@ -624,7 +620,9 @@ struct ConvSm90aHalo {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int r = (warp & 3) * 16 + g + 8 * half, c = 8 * ni + 2 * tig;
-          const u32 v0 = stage_sum(acc, ni, 2 * half), v1 = stage_sum(acc, ni, 2 * half + 1);
+          constexpr int kShift = stage_shift();
+          const u32 v0 = Frag::template combine<kShift>(acc, 0, ni, 2 * half),
+                    v1 = Frag::template combine<kShift>(acc, 0, ni, 2 * half + 1);
           asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(stg + (r * kStgPitch + c) * 4), "r"(v0), "r"(v1)
                        : "memory");
         }

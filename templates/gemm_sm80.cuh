@@ -152,12 +152,14 @@ struct GemmSm80 {
   }
 
   // Sum of the accumulator sets, each weighted by its plane pair's alpha_s*gamma_t, in
-  // wrapping 32-bit arithmetic: exact whenever the true result fits int32.
+  // wrapping 32-bit arithmetic: exact whenever the true result fits int32. With kShift, the
+  // weights over 2^kShift (which must divide each): the sum over 2^kShift, modulo 2^32.
+  template <int kShift = 0>
   static __device__ __forceinline__ u32 combine(const i32 (&acc)[T::kGroups][kMI][kNI][4], int mi, int ni, int e) {
     u32 sum = 0;
 #pragma unroll
     for (int grp = 0; grp < T::kGroups; ++grp)
-      sum += static_cast<u32>(T::group_weight(grp)) * static_cast<u32>(acc[grp][mi][ni][e]);
+      sum += static_cast<u32>(T::group_weight(grp) / (1 << kShift)) * static_cast<u32>(acc[grp][mi][ni][e]);
     return sum;
   }
 };
