@@ -1,6 +1,7 @@
 // Runs a built program from a test (run_apnn: the `apnn` binary, APNN_CLI_PATH or $APNN_CLI):
 // stdout and stderr captured through files (so stderr is not a terminal), a private cache,
-// killed after 60 s.
+// killed after a time limit (60 s unless the caller gives one: a GPU bench run compiles and
+// times dozens of kernels, beside other suites on a shared machine).
 #pragma once
 #include <fcntl.h>
 #include <signal.h>
@@ -30,7 +31,8 @@ struct CliResult {
 // tuning variables, plus APNN_CACHE_DIR=cache.
 inline CliResult run_program(const std::string& binary, const std::vector<std::string>& args,
                              const std::filesystem::path& workdir, const std::filesystem::path& cache,
-                             const std::filesystem::path& scratch) {
+                             const std::filesystem::path& scratch,
+                             std::chrono::seconds limit = std::chrono::seconds(60)) {
   const std::filesystem::path out = scratch / ".stdout", err = scratch / ".stderr";
   std::vector<std::string> env_store;
   for (char** e = environ; *e; ++e)
@@ -56,12 +58,12 @@ inline CliResult run_program(const std::string& binary, const std::vector<std::s
     ::_exit(127);
   }
   int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   while (::waitpid(pid, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
-      FAIL(binary << " timed out");
+      FAIL(binary << " timed out after " << limit.count() << " s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -75,9 +77,11 @@ inline CliResult run_program(const std::string& binary, const std::vector<std::s
 // The built `apnn`. APNN_CLI overrides the build's path: binaries carried to a GPU machine
 // run from elsewhere. Made absolute here: the child runs in `workdir`.
 inline CliResult run_apnn(const std::vector<std::string>& args, const std::filesystem::path& workdir,
-                          const std::filesystem::path& cache, const std::filesystem::path& scratch) {
+                          const std::filesystem::path& cache, const std::filesystem::path& scratch,
+                          std::chrono::seconds limit = std::chrono::seconds(60)) {
   const char* cli = std::getenv("APNN_CLI");
-  return run_program(cli && *cli ? std::filesystem::absolute(cli).string() : APNN_CLI_PATH, args, workdir, cache, scratch);
+  return run_program(cli && *cli ? std::filesystem::absolute(cli).string() : APNN_CLI_PATH, args, workdir, cache, scratch,
+                     limit);
 }
 
 inline std::string describe(const std::vector<std::string>& args, const CliResult& r) {

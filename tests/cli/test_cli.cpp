@@ -46,8 +46,10 @@ class Sandbox {
     return path(name).string();
   }
 
-  // Runs the binary in this sandbox with its cache.
-  Result run(const std::vector<std::string>& args) const { return run_apnn(args, dir_, cache(), dir_); }
+  // Runs the binary in this sandbox with its cache (killed after limit).
+  Result run(const std::vector<std::string>& args, std::chrono::seconds limit = std::chrono::seconds(60)) const {
+    return run_apnn(args, dir_, cache(), dir_, limit);
+  }
 
  private:
   ScratchDir scratch_{"apnn-cli-test"};
@@ -657,7 +659,9 @@ TEST_CASE("cli: on a GPU, tune --core sweeps only that core's tiles and records 
 
 TEST_CASE("cli: bench without a GPU exits 3 with the driver message; bad selections exit 2") {
   Sandbox sb;
-  const Result probe = sb.run({"bench", "--quick"});
+  // With a GPU this runs the quick bench whole: its kernels compile cold (up to 5 minutes
+  // where other suites share the machine).
+  const Result probe = sb.run({"bench", "--quick"}, std::chrono::seconds(300));
   if (contains(probe.err, "was not built")) {
     MESSAGE("apnn bench was not built here (no cublasLt.h): " << probe.err);
     CHECK(probe.code == 2);
@@ -674,7 +678,8 @@ TEST_CASE("cli: bench without a GPU exits 3 with the driver message; bad selecti
     MESSAGE("libcuda.so.1 is loadable here: the no-driver check does not apply");
     // With a GPU: the quick fusion section, its JSON and chart written whole, the run complete.
     const std::string json_path = sb.path("fusion.json").string(), chart_path = sb.path("fusion.svg").string();
-    const Result ok = sb.run({"bench", "--quick", "--fusion-only", "--json", json_path, "--chart", chart_path});
+    const Result ok =
+        sb.run({"bench", "--quick", "--fusion-only", "--json", json_path, "--chart", chart_path}, std::chrono::seconds(300));
     if (skipped_without_device(ok)) return;
     INFO(ok.err);
     REQUIRE(ok.code == 0);
