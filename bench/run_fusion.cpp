@@ -79,10 +79,11 @@ struct UnfusedStages {
 };
 
 // Checks the fused output against the reference and the unfused one against the fused, word
-// for word (planes and sums), times both, and returns the row.
+// for word (planes and sums), times both, and returns the row (with the two kernels' tiles:
+// fused and plain are their compiled specs).
 template <class Fused, class Unfused>
-nlohmann::json compare_and_time(Section& sec, const Epilogue& chain, const ExpectedOutput& want,
-                                const UnfusedStages& stages, double in_bytes,
+nlohmann::json compare_and_time(Section& sec, const Epilogue& chain, const KernelSpec& fused, const KernelSpec& plain,
+                                const ExpectedOutput& want, const UnfusedStages& stages, double in_bytes,
                                 LayerBuffers& fused_out, LayerBuffers& unfused_out, const std::string& ctx,
                                 Fused run_fused, Unfused run_unfused) {
   fused_out.values.fill_u32(0xdeadbeefu);  // a word the kernel does not write cannot pass
@@ -105,6 +106,8 @@ nlohmann::json compare_and_time(Section& sec, const Epilogue& chain, const Expec
   const double out = static_cast<double>(a.size() * 4 + Pp * 4);
   if (check.mismatches || differ) sec.mismatch = true;
   return {{"chain", to_json(chain)},
+          {"fused_tile", tile_text(*fused.tile)},
+          {"plain_tile", tile_text(*plain.tile)},
           {"fused_us", tf.us},
           {"unfused_us", tu.us},
           {"speedup", tu.us / tf.us},
@@ -137,7 +140,8 @@ nlohmann::json run_conv_case(Section& sec, const KernelSpec& fused_spec, const C
   LayerBuffers plain_out = EpilogueDevice::allocate(plain_spec.epilogue, before);
   LayerBuffers unfused_out = EpilogueDevice::allocate(fused_spec.epilogue, stages.after);
   nlohmann::json r = compare_and_time(
-      sec, fused_spec.epilogue, expected_output(fused_spec.epilogue, params, y_ref, before), stages,
+      sec, fused_spec.epilogue, fused.kernel().compiled.spec, plain.kernel().compiled.spec,
+      expected_output(fused_spec.epilogue, params, y_ref, before), stages,
       static_cast<double>(pw.planes.bytes() + px.planes.bytes()), fused_out, unfused_out,
       fused.kernel().module->context(), [&](int) { fused.conv(pw, px, g, ep, fused_out); },
       [&](int) {
@@ -146,8 +150,6 @@ nlohmann::json run_conv_case(Section& sec, const KernelSpec& fused_spec, const C
       });
   r["layer"] = fmt::format("n{}-{}x{}x{}-o{}", shape.N, shape.H, shape.W, shape.C, shape.O);
   r["kernel"] = fmt::format("conv {} {}x{}/{}", precision_text(fused_spec), g.kh, g.kw, fused_spec.conv.sh);
-  r["fused_tile"] = tile_text(*fused.kernel().compiled.spec.tile);
-  r["plain_tile"] = tile_text(*plain.kernel().compiled.spec.tile);
   return r;
 }
 
@@ -172,7 +174,8 @@ nlohmann::json run_apmm_case(Section& sec, const KernelSpec& fused_spec, const A
   LayerBuffers plain_out = EpilogueDevice::allocate(plain_spec.epilogue, dims);
   LayerBuffers unfused_out = EpilogueDevice::allocate(fused_spec.epilogue, dims);
   nlohmann::json r = compare_and_time(
-      sec, fused_spec.epilogue, expected_output(fused_spec.epilogue, params, y_ref, dims), stages,
+      sec, fused_spec.epilogue, fused.kernel().compiled.spec, plain.kernel().compiled.spec,
+      expected_output(fused_spec.epilogue, params, y_ref, dims), stages,
       static_cast<double>(pw.planes.bytes() + px.planes.bytes()), fused_out, unfused_out,
       fused.kernel().module->context(), [&](int) { fused.gemm(pw, px, ep, fused_out); },
       [&](int) {
@@ -181,8 +184,6 @@ nlohmann::json run_apmm_case(Section& sec, const KernelSpec& fused_spec, const A
       });
   r["layer"] = fmt::format("m{}-n{}-k{}", s.M, s.N, s.K);
   r["kernel"] = fmt::format("apmm {}", precision_text(fused_spec));
-  r["fused_tile"] = tile_text(*fused.kernel().compiled.spec.tile);
-  r["plain_tile"] = tile_text(*plain.kernel().compiled.spec.tile);
   return r;
 }
 

@@ -22,6 +22,9 @@
 
 extern char** environ;
 
+// How long a CLI run may take before the test kills it.
+inline constexpr std::chrono::seconds kCliTimeLimit{60};
+
 struct CliResult {
   int code = -1;
   std::string out, err;
@@ -32,7 +35,7 @@ struct CliResult {
 inline CliResult run_program(const std::string& binary, const std::vector<std::string>& args,
                              const std::filesystem::path& workdir, const std::filesystem::path& cache,
                              const std::filesystem::path& scratch,
-                             std::chrono::seconds limit = std::chrono::seconds(60)) {
+                             std::chrono::seconds limit = kCliTimeLimit) {
   const std::filesystem::path out = scratch / ".stdout", err = scratch / ".stderr";
   std::vector<std::string> env_store;
   for (char** e = environ; *e; ++e)
@@ -78,7 +81,7 @@ inline CliResult run_program(const std::string& binary, const std::vector<std::s
 // run from elsewhere. Made absolute here: the child runs in `workdir`.
 inline CliResult run_apnn(const std::vector<std::string>& args, const std::filesystem::path& workdir,
                           const std::filesystem::path& cache, const std::filesystem::path& scratch,
-                          std::chrono::seconds limit = std::chrono::seconds(60)) {
+                          std::chrono::seconds limit = kCliTimeLimit) {
   const char* cli = std::getenv("APNN_CLI");
   return run_program(cli && *cli ? std::filesystem::absolute(cli).string() : APNN_CLI_PATH, args, workdir, cache, scratch,
                      limit);

@@ -47,7 +47,7 @@ class Sandbox {
   }
 
   // Runs the binary in this sandbox with its cache (killed after limit).
-  Result run(const std::vector<std::string>& args, std::chrono::seconds limit = std::chrono::seconds(60)) const {
+  Result run(const std::vector<std::string>& args, std::chrono::seconds limit = kCliTimeLimit) const {
     return run_apnn(args, dir_, cache(), dir_, limit);
   }
 
@@ -659,9 +659,10 @@ TEST_CASE("cli: on a GPU, tune --core sweeps only that core's tiles and records 
 
 TEST_CASE("cli: bench without a GPU exits 3 with the driver message; bad selections exit 2") {
   Sandbox sb;
-  // With a GPU this runs the quick bench whole: its kernels compile cold (up to 5 minutes
-  // where other suites share the machine).
-  const Result probe = sb.run({"bench", "--quick"}, std::chrono::seconds(300));
+  // With a GPU the bench runs compile their kernels cold: up to 5 minutes where other suites
+  // share the machine (the probe runs the quick bench whole).
+  constexpr std::chrono::seconds kBenchLimit{300};
+  const Result probe = sb.run({"bench", "--quick"}, kBenchLimit);
   if (contains(probe.err, "was not built")) {
     MESSAGE("apnn bench was not built here (no cublasLt.h): " << probe.err);
     CHECK(probe.code == 2);
@@ -679,7 +680,7 @@ TEST_CASE("cli: bench without a GPU exits 3 with the driver message; bad selecti
     // With a GPU: the quick fusion section, its JSON and chart written whole, the run complete.
     const std::string json_path = sb.path("fusion.json").string(), chart_path = sb.path("fusion.svg").string();
     const Result ok =
-        sb.run({"bench", "--quick", "--fusion-only", "--json", json_path, "--chart", chart_path}, std::chrono::seconds(300));
+        sb.run({"bench", "--quick", "--fusion-only", "--json", json_path, "--chart", chart_path}, kBenchLimit);
     if (skipped_without_device(ok)) return;
     INFO(ok.err);
     REQUIRE(ok.code == 0);
