@@ -285,13 +285,10 @@ struct ConvSm90aHalo {
   // fewer each tile at bn 128; n128 w1a2 14x14x256-o512 3x3/2 10.27 -> 10.09 us, 28x28x128
   // int16 19.64 -> 19.42, 56x56x64 int32 48.5 -> 49.0, the rest even: session 48, call 4).
   static __device__ constexpr int stage_shift() {
-    int s = 30;
-    for (int g = 0; g < T::kGroups; ++g) {
-      const int w = T::group_weight(g) < 0 ? -T::group_weight(g) : T::group_weight(g);
-      int z = 0;
-      while (z < s && ((w >> z) & 1) == 0) ++z;
-      s = z;
-    }
+    int bits = 0;  // every weight's magnitude: its lowest set bit is the largest common power of two
+    for (int g = 0; g < T::kGroups; ++g) bits |= T::group_weight(g) < 0 ? -T::group_weight(g) : T::group_weight(g);
+    int s = 0;
+    while (s < 30 && ((bits >> s) & 1) == 0) ++s;
     return s;
   }
   // The sum from its staged value v, and with the corrections.
