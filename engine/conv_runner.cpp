@@ -47,6 +47,23 @@ CUtensorMapSwizzle row_swizzle(int row_bytes) {
   return row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : row_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;
 }
 
+// The plain output (N, O, Ho*Wo) as the halo core stores it: a warpgroup's 64 channels x one
+// tile's rows*Wo pixels a box, dense in shared memory.
+CUtensorMap halo_output_tensor_map(const DeviceBuffer& y, const KernelSpec& s, const ConvGeometry& g,
+                                   const rules::HaloGeometry& geo) {
+  const int elem = rules::output_element_bytes(s);
+  const TiledMapShape shape{elem == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 : CU_TENSOR_MAP_DATA_TYPE_INT32,
+                            elem,
+                            3,
+                            {static_cast<cuuint64_t>(g.Ho() * g.Wo()), static_cast<cuuint64_t>(g.O), static_cast<cuuint64_t>(g.N)},
+                            {static_cast<cuuint32_t>(geo.rows * g.Wo()), 64, 1},
+                            CU_TENSOR_MAP_SWIZZLE_NONE,
+                            CU_TENSOR_MAP_L2_PROMOTION_NONE};
+  return encode_tiled_map(y.ptr(), shape, [&] {
+    return fmt::format("halo core output {}x{}x{}, box {}x64", g.N, g.O, g.Ho() * g.Wo(), geo.rows * g.Wo());
+  });
+}
+
 CUtensorMap halo_map(const DeviceBuffer& planes, const cuuint64_t (&dims)[4], const cuuint32_t (&box)[4], int stride,
                      CUtensorMapSwizzle swizzle, const char* what) {
   const cuuint32_t s = static_cast<cuuint32_t>(stride);
@@ -182,7 +199,7 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     if (std::string why = rules::halo_launch_error(s, g.C, g.O, g.Ho(), g.Wo(), dev.max_smem_optin, dev.sm_count);
         !why.empty())
       throw Error(ErrorKind::InvalidInput, why);
-    const rules::HaloGeometry geo = rules::halo_geometry(s.conv, g.Ho(), g.Wo(), t.bn);
+    const rules::HaloGeometry geo = rules::halo_launch_geometry(s, g.Ho(), g.Wo());
     const int64_t tiles = g.N * geo.row_tiles;
     const uint64_t cw_bytes = static_cast<uint64_t>(cw) * 4;
     const cuuint64_t wdims[4] = {cw_bytes, static_cast<cuuint64_t>(g.kh * g.kw), static_cast<cuuint64_t>(g.O),
@@ -196,7 +213,11 @@ void ConvRunner::conv(const PackedConvWeights& w, const PackedConvActivations& x
     CUtensorMap wmap = halo_map(w.planes, wdims, wbox, 1, row_swizzle(row), "weights");
     CUtensorMap xmap = halo_map(x.planes, xdims, xbox, g.sh, row_swizzle(row), "activations");
     HaloKernelGeometry kgeo{geo, fast_div(geo.row_tiles)};
-    void* hargs[] = {&wmap, &xmap, &rowsum, &possum, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv, &kgeo};
+    // The plain output through the copy engine where its boxes fit (rules::halo_output_map).
+    int map_out = rules::halo_output_map(s, g.Ho(), g.Wo(), geo);
+    CUtensorMap ymap{};
+    if (map_out) ymap = halo_output_tensor_map(out.values, s, g, geo);
+    void* hargs[] = {&wmap, &xmap, &rowsum, &possum, &pixsum, &epi, &o, &n, &c, &h, &wd, &ho, &wo, &cw, &dv, &kgeo, &ymap, &map_out};
     d.block_x = rules::kHaloThreads;
     d.smem_bytes = static_cast<unsigned>(rules::halo_shared_bytes(s, g.C, geo));
     d.grid_x = static_cast<unsigned>(rules::halo_grid(g.O, tiles, dev.sm_count));

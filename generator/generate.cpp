@@ -142,15 +142,17 @@ extern "C" __global__ void __launch_bounds__({pack_threads})
 )";
 
 // The halo core (templates/conv_sm90a_halo.cuh): the operands as tensor maps and the
-// launch's grid (conv_runner.cpp), then the same packing kernels as the other conv cores.
+// launch's grid (conv_runner.cpp), and the plain output's map where map_out is set
+// (rules::halo_output_map); then the same packing kernels as the other conv cores.
 constexpr const char* kConvHaloEntries = R"(
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
 {conv}(const __grid_constant__ apnn::TmaMap wmap, const __grid_constant__ apnn::TmaMap xmap,
        const apnn::i32* __restrict__ rowsum, const apnn::i32* __restrict__ possum, const apnn::i32* __restrict__ pixsum,
        apnn::EpilogueArgs epi, int o, int n, int c, int h, int w, int ho, int wo, int cw, apnn::ConvDivisors dv,
-       apnn::HaloGeometry geo) {{
+       apnn::HaloGeometry geo, const __grid_constant__ apnn::TmaMap ymap, int map_out) {{
   extern __shared__ __align__(16) apnn::u32 smem[];
-  apnn::conv_sm90a_halo<Traits>(smem, &wmap, &xmap, rowsum, possum, pixsum, epi, o, n, c, h, w, ho, wo, cw, dv, geo);
+  apnn::conv_sm90a_halo<Traits>(smem, &wmap, &xmap, rowsum, possum, pixsum, epi, o, n, c, h, w, ho, wo, cw, dv, geo,
+                                map_out ? &ymap : nullptr);
 }}
 )";
 

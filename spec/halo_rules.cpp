@@ -45,16 +45,28 @@ std::string halo_kernel_error(const Tile& t, const KernelSpec& spec) {
   return {};
 }
 
-HaloGeometry halo_geometry(const ConvParams& c, int64_t Ho, int64_t Wo, int bn) {
+HaloGeometry halo_geometry(const ConvParams& c, int64_t Ho, int64_t Wo, int bn, int align) {
   HaloGeometry g;
   const int halo = c.kh == 1 ? 0 : (c.sh == 1 ? 2 : 1);  // a 1x1 kernel reads no neighbours
-  g.pw = static_cast<int>(std::min<int64_t>(Wo + halo, 1 << 20));
+  g.pw = static_cast<int>(std::min<int64_t>((Wo + halo + align - 1) / align * align, 1 << 20));
   g.rows = static_cast<int>(std::min<int64_t>(Ho, bn / g.pw));
   if (g.rows <= 0) return g;
   g.row_tiles = static_cast<int>((Ho + g.rows - 1) / g.rows);
   g.box_rows = g.rows + halo;
   g.slot_bytes = (g.box_rows * g.pw * 16 + 127) / 128 * 128;
   return g;
+}
+
+bool halo_output_map(const KernelSpec& spec, int64_t Ho, int64_t Wo, const HaloGeometry& geo) {
+  const int64_t elem = output_element_bytes(spec), box = int64_t{geo.rows} * Wo;
+  return spec.epilogue.empty() && spec.x.offset() == 0 && geo.rows > 0 && geo.pw % 8 == 0 && Wo % 2 == 0 && box <= 256 &&
+         box * elem % 16 == 0 && Ho * Wo * elem % 16 == 0;
+}
+
+HaloGeometry halo_launch_geometry(const KernelSpec& spec, int64_t Ho, int64_t Wo) {
+  const HaloGeometry g = halo_geometry(spec.conv, Ho, Wo, spec.tile->bn);
+  const HaloGeometry padded = halo_geometry(spec.conv, Ho, Wo, spec.tile->bn, 8);
+  return padded.rows == g.rows && halo_output_map(spec, Ho, Wo, padded) ? padded : g;
 }
 
 namespace {
@@ -98,7 +110,7 @@ std::string halo_launch_error(const KernelSpec& spec, int64_t C, int64_t O, int6
                        "to 128, 129-256, 385-512 or 641-768 (one chunk a kernel position, or whole k256 slices; W in shared "
                        "memory)",
                        C, chunks);
-  const HaloGeometry g = halo_geometry(spec.conv, Ho, Wo, t.bn);
+  const HaloGeometry g = halo_launch_geometry(spec, Ho, Wo);
   if (g.rows <= 0 || g.pw * spec.conv.sh > 256)
     return fmt::format("shape: a {}-wide output needs grid rows of {} columns, which tile.core \"halo\" with bn {} cannot hold "
                        "(a row at most bn columns, a box at most 256 per side)",

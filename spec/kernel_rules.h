@@ -294,7 +294,8 @@ std::string halo_kernel_error(const Tile& t, const KernelSpec& spec);
 struct HaloGeometry {
   int pw = 0, rows = 0, row_tiles = 0, box_rows = 0, slot_bytes = 0;
 };
-HaloGeometry halo_geometry(const ConvParams& conv, int64_t Ho, int64_t Wo, int bn);
+// Grid rows of Wo plus the halo columns, rounded up to a multiple of align.
+HaloGeometry halo_geometry(const ConvParams& conv, int64_t Ho, int64_t Wo, int bn, int align = 1);
 // The launch's blocks: each keeps one M tile of 128 output channels (its W stays in shared
 // memory) and takes a share of that M tile's `tiles` (image, row block) pairs, at most one
 // block an SM: M tiles x min(halo_sms_per_m_tile, tiles). Valid where M tiles <= SMs.
@@ -315,6 +316,17 @@ inline constexpr int halo_row_bytes(int64_t C) {
 // zero box), the stages (q planes x phases (4 for a 3x3 kernel at stride 2, else 1) x chunks
 // boxes), the two warpgroups' output staging, and the barriers.
 int64_t halo_shared_bytes(const KernelSpec& spec, int64_t C, const HaloGeometry& geo);
+// Whether the halo kernel writes its plain output through the copy engine: a warpgroup's
+// 64 channels x the tile's rows x Wo pixels staged densely and stored as one box of a tensor
+// map over (Ho*Wo, O, N) (templates/conv_sm90a_halo.cuh, kMapOut). Where the chain has no ops,
+// X has no offset term (its corrections are one per column), the grid's rows and Wo are even
+// (a fragment's column pairs stay together), the box's rows of rows*Wo elements are whole 16
+// bytes and at most 256 elements, a channel's Ho*Wo elements are whole 16 bytes, and the
+// grid's rows are whole 8 columns (a fragment's 8-column group stays on one row).
+bool halo_output_map(const KernelSpec& spec, int64_t Ho, int64_t Wo, const HaloGeometry& geo);
+// The geometry a launch of spec runs: its rows padded to 8 columns where that keeps the rows
+// a tile and lets the output go through a map (halo_output_map), else halo_geometry's.
+HaloGeometry halo_launch_geometry(const KernelSpec& spec, int64_t Ho, int64_t Wo);
 // Empty when the halo kernel of spec can run a conv of this size on a device with max_smem
 // and sm_count; else why not (C, more M tiles than SMs, a grid row wider than bn or than a
 // box may be, shared memory), naming the size.

@@ -102,6 +102,13 @@ struct ConvSm90aHalo {
   static constexpr int row_bytes(int chunks) { return chunks == 1 ? 16 : chunks % 4 == 0 ? 64 : 32; }
   static constexpr int kStgPitch = kBN + (8 - kBN % 32 + 32) % 32;  // the least pitch >= kBN that is 8 mod 32
   static constexpr int kStgBytes = 64 * kStgPitch * 4;               // a warpgroup's staging
+  // The plain output through the copy engine where the runner passes its map
+  // (rules::halo_output_map): the staging holds a warpgroup's 64 channels x the tile's
+  // rows*Wo pixels densely (the grid's halo columns dropped), each thread adding its columns'
+  // terms (one a column: X without an offset) from a table the column owners write past it,
+  // and one thread stores it as one box; no thread walks the rows. The layers it suits are
+  // bound by the readout's dependent loads and stores (session 48's ncu).
+  static constexpr bool kMapOut = E::kPlain && T::kOffsetX == 0;
   using Frag = GemmSm80<T>;    // the accumulator fragment and its combine
   using Prob = ConvProblem<T>;  // only its epilogue terms (the corrections, visit_pixel)
   using Acc = i32[T::kGroups][1][kBN / 8][4];
@@ -193,7 +200,7 @@ struct ConvSm90aHalo {
   }
 
   static __device__ void run(u32* smem, const TmaMap* wmap, const TmaMap* xmap, const Prob& prob, int N, int cw,
-                             const HaloGeometry& geo) {
+                             const HaloGeometry& geo, const TmaMap* ymap) {
     const u32 raw = ptx::smem_addr(smem);
     const Layout L(raw + ((1024u - (raw & 1023u)) & 1023u), cw, geo, prob.a_rows <= 64);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -210,6 +217,7 @@ struct ConvSm90aHalo {
       // the dependency wait, they are at hand for the first copy after it.
       ptx::prefetch_tma_map(wmap);
       ptx::prefetch_tma_map(xmap);
+      if (kMapOut && ymap != nullptr) ptx::prefetch_tma_map(ymap);
     }
     __syncthreads();
     // Launched with early_start (conv_runner.cpp): global memory only after the wait.
@@ -228,10 +236,10 @@ struct ConvSm90aHalo {
     // accumulators between the wgmmas (C7519). The runner allows 1 chunk (position pairs,
     // kSlices 0), 2, 4 or 6.
     switch (L.chunks / 2) {
-      case 0: consume<0>(L, prob, geo, m0, first, step, tiles); break;
-      case 1: consume<1>(L, prob, geo, m0, first, step, tiles); break;
-      case 2: consume<2>(L, prob, geo, m0, first, step, tiles); break;
-      case 3: consume<3>(L, prob, geo, m0, first, step, tiles); break;
+      case 0: consume<0>(L, prob, geo, m0, first, step, tiles, ymap); break;
+      case 1: consume<1>(L, prob, geo, m0, first, step, tiles, ymap); break;
+      case 2: consume<2>(L, prob, geo, m0, first, step, tiles, ymap); break;
+      case 3: consume<3>(L, prob, geo, m0, first, step, tiles, ymap); break;
       default: break;
     }
   }
@@ -469,7 +477,7 @@ struct ConvSm90aHalo {
 
   template <int kSlices>
   static __device__ void consume(const Layout& L, const Prob& prob, const HaloGeometry& geo, int m0, int first, int step,
-                                 int tiles) {
+                                 int tiles, const TmaMap* ymap) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2, tid = threadIdx.x & 127;
     const int g = lane >> 2, tig = lane & 3;
     // W and X K-major in the 32- or 64-byte swizzle: SBO 8 rows, a k256 slice a row or its half
@@ -611,17 +619,28 @@ struct ConvSm90aHalo {
         if (wg == 0 && !alternate) ptx::named_barrier_arrive(3, 256);
         ptx::allow_dependent_launch();
       }
+      if constexpr (kMapOut) {
+        if (ymap != nullptr) {
+          store_by_map(acc, stg, ymap, prob, geo, col, pix, r0, jr * prob.Wo + jw, jw < prob.Wo, n, ho0, row0);
+          continue;
+        }
+      }
       ptx::named_barrier(1 + wg, 128);  // the last tile's readout is done with the staging
+      // Where the map's store shares this body, this thread's fragment position once and each
+      // (ni, half) an immediate offset from it: else ptxas rebuilt each address from r | c (45
+      // more instructions a tile; v2's readout layers ran 5-12% slower, session 50). The chains
+      // keep the per-store form, which ran 1.6% faster on 14x14x256 bn+relu+q2 (session 51).
+      const u32 frag = stg + (((warp & 3) * 16 + g) * kStgPitch + 2 * tig) * 4;
 #pragma unroll
       for (int ni = 0; ni < kBN / 8; ++ni)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          const int r = (warp & 3) * 16 + g + 8 * half, c = 8 * ni + 2 * tig;
           constexpr int kShift = stage_shift();
           const u32 v0 = Frag::template combine<kShift>(acc, 0, ni, 2 * half),
                     v1 = Frag::template combine<kShift>(acc, 0, ni, 2 * half + 1);
-          asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(stg + (r * kStgPitch + c) * 4), "r"(v0), "r"(v1)
-                       : "memory");
+          const int r = (warp & 3) * 16 + g + 8 * half, c = 8 * ni + 2 * tig;
+          const u32 at = kMapOut ? frag + (8 * half * kStgPitch + 8 * ni) * 4 : stg + (r * kStgPitch + c) * 4;
+          asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(at), "r"(v0), "r"(v1) : "memory");
         }
       ptx::named_barrier(1 + wg, 128);
       // The add issued at this tile's start has come back under its mainloop (every thread
@@ -653,6 +672,81 @@ struct ConvSm90aHalo {
       pending.issue(prob.epi);
       pending.settle(prob.epi, arrivals);
     }
+    // The warpgroup's boxes have reached global memory before the block ends (the next
+    // kernel's dependency wait waits for the block, not for its bulk stores).
+    if constexpr (kMapOut)
+      if (ymap != nullptr && tid == 0) ptx::bulk_wait<0>();
+  }
+
+  // kMapOut: a tile's sums into the dense box and out through the copy engine (one thread).
+  // Past the densest box a table a fragment column pair: both columns' terms and the pair's
+  // dense pixel (-1 off the box). Threads 0..kBN-1 write their column's entry (a column
+  // owner, r0 0, its term and pixel; the columns past the grid's a term 0 and pixel -1);
+  // after the barrier every thread reads its pairs' entries and stages both its rows there.
+  static __device__ __forceinline__ void store_by_map(const Acc& acc, u32 stg, const TmaMap* ymap, const Prob& prob,
+                                                      const HaloGeometry& geo, const ConvColumn& col,
+                                                      const i32 (&pix)[kPositions], int r0, int dense, bool in_row,
+                                                      int n, int ho0, int row0) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x & 127, wg = warp >> 2;
+    const int g = lane >> 2, tig = lane & 3;
+    const u32 table = stg + 64 * kBN * 4;  // 16 bytes a column pair, kBN * 8 in all, within the pitch's spare words
+    const int Wo = prob.Wo, box = geo.rows * Wo;
+    if (tid < kBN) {
+      const bool owner = r0 == 0;  // tid < cols: the thread of column j = tid
+      u32 term = 0;
+      if (owner) {
+        i32 sum = col.colsum;
+#pragma unroll
+        for (int k = 0; k < kPositions; ++k) sum += pix[k];
+        term = static_cast<u32>(T::kOffsetW) * static_cast<u32>(sum);
+      }
+      const u32 entry = table + 16 * (tid >> 1);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(entry + 4 * (tid & 1)), "r"(term) : "memory");
+      if ((tid & 1) == 0)
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(entry + 8), "r"(owner && in_row ? dense : -1) : "memory");
+    }
+    if (tid == 0) ptx::bulk_wait_read<0>();  // the last box has left the staging
+    ptx::named_barrier(1 + wg, 128);
+    // Fragment columns c, c + 1 = 8 ni + 2 tig: the pair's entry gives both terms and its
+    // pixel in the box, so a pair costs a load, two address adds and the store's predicate.
+    // Stepping the grid's row and column a pair instead, the one-chunk variant (56x56x64's
+    // and 28x28x128's) took 430 / 494 instructions (int32 / int16) from its last wgmma to the
+    // box's store, against 338 / 354 here (SASS, host; session 50).
+    constexpr int kE = sizeof(typename E::Out);
+    const int r = (warp & 3) * 16 + g;
+    const u32 a0 = stg + r * box * kE, b0 = a0 + 8 * box * kE, pairs = table + 16 * tig;
+#pragma unroll
+    for (int ni = 0; ni < kBN / 8; ++ni) {
+      u32 t0, t1, d;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, _}, [%3];\n"
+                   : "=r"(t0), "=r"(t1), "=r"(d)
+                   : "r"(pairs + 64 * ni)
+                   : "memory");
+      const u32 v00 = Frag::combine(acc, 0, ni, 0) + t0, v01 = Frag::combine(acc, 0, ni, 1) + t1,
+                v10 = Frag::combine(acc, 0, ni, 2) + t0, v11 = Frag::combine(acc, 0, ni, 3) + t1;
+      const u32 a = a0 + d * kE, b = b0 + d * kE;
+      if constexpr (kE == 2) {
+        asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p st.shared.b32 [%0], %1;\n}\n" ::"r"(a),
+                     "r"(__byte_perm(v00, v01, 0x5410)), "r"(d)
+                     : "memory");
+        asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p st.shared.b32 [%0], %1;\n}\n" ::"r"(b),
+                     "r"(__byte_perm(v10, v11, 0x5410)), "r"(d)
+                     : "memory");
+      } else {
+        asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %3, 0;\n @p st.shared.v2.b32 [%0], {%1, %2};\n}\n" ::"r"(a),
+                     "r"(v00), "r"(v01), "r"(d)
+                     : "memory");
+        asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %3, 0;\n @p st.shared.v2.b32 [%0], {%1, %2};\n}\n" ::"r"(b),
+                     "r"(v10), "r"(v11), "r"(d)
+                     : "memory");
+      }
+    }
+    ptx::fence_proxy_async();  // the copy engine reads what these threads wrote
+    ptx::named_barrier(1 + wg, 128);
+    if (tid == 0) {
+      ptx::tma_store_3d(ymap, ho0 * Wo, row0, n, stg);
+      ptx::bulk_commit();
+    }
   }
 };
 
@@ -660,13 +754,13 @@ template <class T>
 __device__ __forceinline__ void conv_sm90a_halo(u32* smem, const TmaMap* wmap, const TmaMap* xmap, const i32* rowsum,
                                                 const i32* possum, const i32* pixsum, const EpilogueArgs& epi, int O, int N,
                                                 int C, int H, int W, int Ho, int Wo, int CW, const ConvDivisors& dv,
-                                                const HaloGeometry& geo) {
+                                                const HaloGeometry& geo, const TmaMap* ymap) {
   using Prob = typename ConvSm90aHalo<T>::Prob;
   const int P = N * Ho * Wo;
   // The problem's operand pointers and gather plan are not used: only its epilogue terms.
   const Prob prob{nullptr, 0,  O,  0,  0,  nullptr, rowsum, possum, pixsum, epi, smem, C, H, W, Ho, Wo, CW, P, Ho, Wo,
                   P,       Ho * Wo, (O + 127) / 128 * 4, 0, 0, dv};
-  ConvSm90aHalo<T>::run(smem, wmap, xmap, prob, N, CW, geo);
+  ConvSm90aHalo<T>::run(smem, wmap, xmap, prob, N, CW, geo, ymap);
 }
 
 }  // namespace apnn

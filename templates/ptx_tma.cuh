@@ -122,6 +122,12 @@ __device__ __forceinline__ void tma_store_2d(const TmaMap* map, int c0, int c1, 
                "r"(c0), "r"(c1), "r"(src), "l"(policy)
                : "memory");
 }
+// A 3-D box of shared memory at src to `map` at (c0, c1, c2), likewise.
+__device__ __forceinline__ void tma_store_3d(const TmaMap* map, int c0, int c1, int c2, u32 src) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(map), "r"(c0),
+               "r"(c1), "r"(c2), "r"(src)
+               : "memory");
+}
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // This thread's bulk groups but the newest N have finished reading their shared memory.
 template <int N>

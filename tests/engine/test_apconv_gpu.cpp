@@ -164,15 +164,30 @@ TEST_CASE("sm_90a halo core: 3x3 and 1x1, strides 1 and 2, C 64-768, O and outpu
       {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 64, 3, {{32, 64, 56, 56, 64}}},
       {1, Encoding::Pm1, 2, Encoding::Pm1, 2, 16, 4, {{600, 64, 6, 6, 24}}, 1},
       {1, Encoding::Unsigned, 4, Encoding::Unsigned, 1, 32, 2, {{2, 256, 14, 14, 136}, {2, 96, 9, 11, 70}}, 1},
+      // The plain output through a tensor map (rules::halo_output_map): 30x30 in 4-row boxes
+      // of 120 pixels (a part tile of 2 rows), O = 200 and 136 past the last warpgroup's rows,
+      // signed weights (no column term) in 2-row boxes of rows padded from 30 to 32 columns.
+      {1, Encoding::Pm1, 2, Encoding::Unsigned, 1, 128, 4, {{2, 64, 30, 30, 200}}},
+      {2, Encoding::Signed, 2, Encoding::Unsigned, 1, 64, 3, {{2, 128, 28, 28, 136}}},
   };
-  int n = 0;
+  int n = 0, by_map = 0;
   for (const auto& c : cases) {
     const int pad = c.kernel / 2;
     KernelSpec s = conv_spec({c.p, c.we}, {c.q, c.xe}, {c.kernel, c.kernel, c.stride, c.stride, pad, pad});
     s.tile = Tile{128, c.bn, 256, c.stages, 8, 1, 1, true};
     REQUIRE(rules::check_kernel_tile(*s.tile, s).empty());
-    for (const ConvShape& sh : c.shapes) expect_exact(engine, s, sh, static_cast<uint64_t>(++n));
+    for (const ConvShape& sh : c.shapes) {
+      const int64_t ho = (sh.H + 2 * pad - c.kernel) / c.stride + 1, wo = (sh.W + 2 * pad - c.kernel) / c.stride + 1;
+      by_map += rules::halo_output_map(s, ho, wo, rules::halo_launch_geometry(s, ho, wo));
+      expect_exact(engine, s, sh, static_cast<uint64_t>(++n));
+    }
   }
+  // Rows padded to 8 columns where that keeps a tile's rows: 56x56 in 2-row boxes (O 64,
+  // alternate tiles) and 1-row ones (32 images, 3 stages), 28x28 in 4 rows, 3x3/2 outputs 6x6
+  // and 14x14 (a part tile of 2 rows), the 1x1/2 outputs 8x8 (O 130) and 4x4, the 1x1/1 14x14
+  // of unsigned 1-bit x 4-bit in 2 rows, and the two above.
+  CHECK(by_map == 10);
+  std::printf("apconv halo core: %d of the cases through the output's tensor map\n", by_map);
   // A size the halo core cannot run is an error naming it, not another core's result.
   KernelSpec s = conv_spec({1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1});
   s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};

@@ -744,6 +744,17 @@ json conv_spec(const json& kernel = json::array({3, 3})) {
   return j;
 }
 
+// w1a2 (pm1 x unsigned) 3x3/1 pad 1 on the halo core: bm 128, 8x1 warps, bn and stages given.
+KernelSpec halo_w1a2(int bn, int stages) {
+  KernelSpec s;
+  s.op = apnn::Op::Apconv;
+  s.conv = {3, 3, 1, 1, 1, 1};
+  s.w = {1, Encoding::Pm1};
+  s.x = {2, Encoding::Unsigned};
+  s.tile = Tile{128, bn, 256, stages, 8, 1, 1, true};
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("spec: apconv parses kernel, stride and pad, with defaults stride 1 and pad 0") {
@@ -1148,6 +1159,59 @@ TEST_CASE("spec: tile.core \"halo\" is an apconv 3x3 pad 1 tile of bm 128, bn a 
   expect_rejected(pooled, {"tile.core \"halo\"", "pool"});
 }
 
+TEST_CASE("rules: the halo core writes its plain output through a tensor map where the boxes fit") {
+  using apnn::rules::halo_launch_geometry;
+  using apnn::rules::halo_output_map;
+  KernelSpec s = halo_w1a2(128, 2);
+  // 56x56 at stride 1: rows of 58 padded to 64 (still 2 rows in 128), 112 pixels a box, 448
+  // bytes; Ho*Wo*4 = 12544. 28x28: rows of 30 -> 32, 4 of them.
+  auto g = halo_launch_geometry(s, 56, 56);
+  CHECK(g.pw == 64);
+  CHECK(g.rows == 2);
+  CHECK(halo_output_map(s, 56, 56, g));
+  g = halo_launch_geometry(s, 28, 28);
+  CHECK(g.pw == 32);
+  CHECK(halo_output_map(s, 28, 28, g));
+  // Unpadded rows of 58 split a fragment's 8-column groups: not through the map.
+  CHECK_FALSE(halo_output_map(s, 56, 56, apnn::rules::halo_geometry(s.conv, 56, 56, 128)));
+  // 14x14 in 112 columns: 7 rows of 14 = 98 pixels (392 bytes, not whole 16); padded rows of
+  // 16 keep the 7 rows but not the bytes: the plain geometry.
+  s.tile->bn = 112;
+  g = halo_launch_geometry(s, 14, 14);
+  CHECK(g.pw == 16);
+  CHECK_FALSE(halo_output_map(s, 14, 14, g));
+  s.tile->bn = 64;
+  CHECK_FALSE(halo_output_map(s, 7, 7, halo_launch_geometry(s, 7, 7)));  // odd Wo
+  s.tile->bn = 128;
+  // Stride 2: rows of Wo + 1; 28 + 1 padded to 32 keeps 4 rows in 128 and 112 pixels a box.
+  KernelSpec s2 = s;
+  s2.conv = {3, 3, 2, 2, 1, 1};
+  CHECK(halo_output_map(s2, 28, 28, halo_launch_geometry(s2, 28, 28)));
+  // A 1x1/2 shortcut at bn 112: rows of 28 padded to 32 would leave 3 rows of 4: not padded,
+  // so not through the map; at bn 128 the 4 rows stay.
+  KernelSpec k1 = s;
+  k1.conv = {1, 1, 2, 2, 0, 0};
+  k1.tile->bn = 112;
+  g = halo_launch_geometry(k1, 28, 28);
+  CHECK(g.pw == 28);
+  CHECK_FALSE(halo_output_map(k1, 28, 28, g));
+  k1.tile->bn = 128;
+  CHECK(halo_output_map(k1, 28, 28, halo_launch_geometry(k1, 28, 28)));
+  // int16: 112 pixels are 224 bytes.
+  KernelSpec i16 = s;
+  i16.epilogue.int16_out = true;
+  CHECK(halo_output_map(i16, 56, 56, halo_launch_geometry(i16, 56, 56)));
+  // Not with a chain's ops, nor with an X whose offset term varies along the rows (pm1).
+  KernelSpec chain = s;
+  chain.epilogue = apnn::parse_spec_text(R"({"op":"apconv","w_bits":1,"w_enc":"pm1","x_bits":2,"x_enc":"unsigned",
+      "kernel":[3,3],"pad":[1,1],"epilogue":[{"op":"relu"}]})").epilogue;
+  CHECK_FALSE(halo_output_map(chain, 56, 56, apnn::rules::halo_geometry(s.conv, 56, 56, 128, 8)));
+  CHECK(halo_launch_geometry(chain, 56, 56).pw == 58);
+  KernelSpec xpm1 = s;
+  xpm1.x = {2, Encoding::Pm1};
+  CHECK_FALSE(halo_output_map(xpm1, 56, 56, apnn::rules::halo_geometry(s.conv, 56, 56, 128, 8)));
+}
+
 TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   using apnn::rules::halo_geometry;
   // {kernel, stride, Ho, Wo, bn} -> {pw, rows, row tiles, box rows, slot bytes}:
@@ -1193,12 +1257,7 @@ TEST_CASE("rules: the halo core's grid, shared memory and launch checks") {
   CHECK(apnn::rules::halo_grid(512, 20, 132) == 80);
   CHECK(apnn::rules::halo_grid(128 * 132, 3, 132) == 132);
 
-  KernelSpec s;
-  s.op = apnn::Op::Apconv;
-  s.conv = {3, 3, 1, 1, 1, 1};
-  s.w = {1, Encoding::Pm1};
-  s.x = {2, Encoding::Unsigned};
-  s.tile = Tile{128, 112, 256, 4, 8, 1, 1, true};
+  KernelSpec s = halo_w1a2(112, 4);
   // 1024 + W (36 KB) + 4 stages of 2 planes x 2 boxes + two stagings of 64 x 136 words + 9 barriers.
   CHECK(apnn::rules::halo_shared_bytes(s, 256, s1) == 1024 + 36864 + 4 * 2 * 2 * 2304 + 2 * 64 * 136 * 4 + 9 * 8);
   // W's and X's box rows (their maps' inner box and swizzle): two k256 slices where C is a
