@@ -715,30 +715,44 @@ struct ConvSm90aHalo {
     constexpr int kE = sizeof(typename E::Out);
     const int r = (warp & 3) * 16 + g;
     const u32 a0 = stg + r * box * kE, b0 = a0 + 8 * box * kE, pairs = table + 16 * tig;
+    // int16: the entries of four pairs are loaded before their stores. Each load is an asm
+    // volatile ordered after the previous stores, so with one pair a load each store waits on
+    // its load (short scoreboard, ncu). Session 51: four ahead ran 56x56x64 and 28x28x128
+    // int16 3-7% faster but their int32 1-2% slower (the registers for the pairs' sums), so
+    // int32 keeps one pair a load.
+    constexpr int kPairs = kBN / 8, kBatch = kE == 2 ? 4 : 1;
 #pragma unroll
-    for (int ni = 0; ni < kBN / 8; ++ni) {
-      u32 t0, t1, d;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, _}, [%3];\n"
-                   : "=r"(t0), "=r"(t1), "=r"(d)
-                   : "r"(pairs + 64 * ni)
-                   : "memory");
-      const u32 v00 = Frag::combine(acc, 0, ni, 0) + t0, v01 = Frag::combine(acc, 0, ni, 1) + t1,
-                v10 = Frag::combine(acc, 0, ni, 2) + t0, v11 = Frag::combine(acc, 0, ni, 3) + t1;
-      const u32 a = a0 + d * kE, b = b0 + d * kE;
-      if constexpr (kE == 2) {
-        asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p st.shared.b32 [%0], %1;\n}\n" ::"r"(a),
-                     "r"(__byte_perm(v00, v01, 0x5410)), "r"(d)
-                     : "memory");
-        asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p st.shared.b32 [%0], %1;\n}\n" ::"r"(b),
-                     "r"(__byte_perm(v10, v11, 0x5410)), "r"(d)
-                     : "memory");
-      } else {
-        asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %3, 0;\n @p st.shared.v2.b32 [%0], {%1, %2};\n}\n" ::"r"(a),
-                     "r"(v00), "r"(v01), "r"(d)
-                     : "memory");
-        asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %3, 0;\n @p st.shared.v2.b32 [%0], {%1, %2};\n}\n" ::"r"(b),
-                     "r"(v10), "r"(v11), "r"(d)
-                     : "memory");
+    for (int n0 = 0; n0 < kPairs; n0 += kBatch) {
+      u32 t0[kBatch], t1[kBatch], d[kBatch];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k)
+        if (n0 + k < kPairs)
+          asm volatile("ld.shared.v4.b32 {%0, %1, %2, _}, [%3];\n"
+                       : "=r"(t0[k]), "=r"(t1[k]), "=r"(d[k])
+                       : "r"(pairs + 64 * (n0 + k))
+                       : "memory");
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int ni = n0 + k;
+        if (ni >= kPairs) break;
+        const u32 v00 = Frag::combine(acc, 0, ni, 0) + t0[k], v01 = Frag::combine(acc, 0, ni, 1) + t1[k],
+                  v10 = Frag::combine(acc, 0, ni, 2) + t0[k], v11 = Frag::combine(acc, 0, ni, 3) + t1[k];
+        const u32 a = a0 + d[k] * kE, b = b0 + d[k] * kE;
+        if constexpr (kE == 2) {
+          asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p st.shared.b32 [%0], %1;\n}\n" ::"r"(a),
+                       "r"(__byte_perm(v00, v01, 0x5410)), "r"(d[k])
+                       : "memory");
+          asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p st.shared.b32 [%0], %1;\n}\n" ::"r"(b),
+                       "r"(__byte_perm(v10, v11, 0x5410)), "r"(d[k])
+                       : "memory");
+        } else {
+          asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %3, 0;\n @p st.shared.v2.b32 [%0], {%1, %2};\n}\n" ::"r"(a),
+                       "r"(v00), "r"(v01), "r"(d[k])
+                       : "memory");
+          asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %3, 0;\n @p st.shared.v2.b32 [%0], {%1, %2};\n}\n" ::"r"(b),
+                       "r"(v10), "r"(v11), "r"(d[k])
+                       : "memory");
+        }
       }
     }
     ptx::fence_proxy_async();  // the copy engine reads what these threads wrote
