@@ -718,8 +718,8 @@ struct ConvSm90aHalo {
     // int16: the entries of four pairs are loaded before their stores. Each load is an asm
     // volatile ordered after the previous stores, so with one pair a load each store waits on
     // its load (short scoreboard, ncu). Session 51: four ahead ran 56x56x64 and 28x28x128
-    // int16 3-7% faster but their int32 1-2% slower (the registers for the pairs' sums), so
-    // int32 keeps one pair a load.
+    // int16 3-7% faster but their int32 1-2% slower (not profiled: int32's pairs hold twice
+    // the sums in registers), so int32 keeps one pair a load.
     constexpr int kPairs = kBN / 8, kBatch = kE == 2 ? 4 : 1;
 #pragma unroll
     for (int n0 = 0; n0 < kPairs; n0 += kBatch) {
