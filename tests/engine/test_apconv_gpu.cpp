@@ -308,20 +308,29 @@ TEST_CASE("int16 output (spec \"output\": \"int16\"): halo, wgmma and mma.sync c
       {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {1, 1, 2, 2, 0, 0}, Tile{128, 64, 512, 3, 8, 1}, {3, 256, 14, 14, 130}, true},
       {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {1, 1, 2, 2, 0, 0}, Tile{128, 112, 256, 4, 8, 1, 1, true}, {3, 64, 56, 56, 130}, true},
       {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{64, 64, 512, 3, 4, 1}, {1, 64, 7, 7, 70}, true},
+      // Through the halo core's output map (rules::halo_output_map): 56x56 in 2-row boxes
+      // (the table's entries four pairs ahead), 28x28 in 4 rows with O past the tile.
+      {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{128, 128, 256, 2, 8, 1, 1, true}, {2, 64, 56, 56, 64}, true},
+      {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{128, 128, 256, 4, 8, 1, 1, true}, {2, 128, 28, 28, 136}, true},
       {{1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1}, Tile{64, 32, 256, 2, 2, 2}, {2, 65, 10, 12, 17}, false},
       {{1, Encoding::Pm1}, {2, Encoding::Pm1}, {3, 3, 2, 2, 1, 1}, std::nullopt, {2, 64, 15, 15, 33}, false},
       {{1, Encoding::Pm1}, {1, Encoding::Pm1}, {1, 1, 1, 1, 0, 0}, std::nullopt, {3, 129, 7, 7, 40}, false},
   };
-  int n = 0;
+  int n = 0, by_map = 0;
   for (const Case& c : cases) {
     if (c.sm90a && skipped_without_sm90a("int16 conv on the halo and wgmma cores")) continue;
     KernelSpec s = conv_spec(c.w, c.x, c.c);
     s.tile = c.t;
     s.epilogue.int16_out = true;
     if (s.tile) REQUIRE(rules::check_kernel_tile(*s.tile, s).empty());
+    if (s.tile && s.tile->halo) {
+      const ConvGeometry g = conv_geometry(s, c.s);
+      by_map += rules::halo_output_map(s, g.Ho(), g.Wo(), rules::halo_launch_geometry(s, g.Ho(), g.Wo()));
+    }
     expect_exact(engine, s, c.s, static_cast<uint64_t>(300 + ++n));
   }
-  std::printf("apconv int16 output: %d cases exact\n", n);
+  if (n > 0) CHECK(by_map == 2);
+  std::printf("apconv int16 output: %d cases exact (%d through the halo core's output map)\n", n, by_map);
   // 1-bit pm1 x 2-bit unsigned: |w*x| <= 3, so in-channels*kernel may reach 10922.
   KernelSpec s = conv_spec({1, Encoding::Pm1}, {2, Encoding::Unsigned}, {3, 3, 1, 1, 1, 1});
   s.epilogue.int16_out = true;
