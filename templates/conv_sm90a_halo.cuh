@@ -678,6 +678,17 @@ struct ConvSm90aHalo {
       if (ymap != nullptr && tid == 0) ptx::bulk_wait<0>();
   }
 
+  // A word, or two, to shared memory at addr where the pair's dense pixel d is on the box (d >= 0).
+  static __device__ __forceinline__ void store_on_box(u32 addr, u32 d, u32 v) {
+    asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p st.shared.b32 [%0], %1;\n}\n" ::"r"(addr), "r"(v), "r"(d)
+                 : "memory");
+  }
+  static __device__ __forceinline__ void store_on_box(u32 addr, u32 d, u32 v0, u32 v1) {
+    asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %3, 0;\n @p st.shared.v2.b32 [%0], {%1, %2};\n}\n" ::"r"(addr),
+                 "r"(v0), "r"(v1), "r"(d)
+                 : "memory");
+  }
+
   // kMapOut: a tile's sums into the dense box and out through the copy engine (one thread).
   // Past the densest box a table a fragment column pair: both columns' terms and the pair's
   // dense pixel (-1 off the box). Threads 0..kBN-1 write their column's entry (a column
@@ -739,19 +750,11 @@ struct ConvSm90aHalo {
                   v10 = Frag::combine(acc, 0, ni, 2) + t0[k], v11 = Frag::combine(acc, 0, ni, 3) + t1[k];
         const u32 a = a0 + d[k] * kE, b = b0 + d[k] * kE;
         if constexpr (kE == 2) {
-          asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p st.shared.b32 [%0], %1;\n}\n" ::"r"(a),
-                       "r"(__byte_perm(v00, v01, 0x5410)), "r"(d[k])
-                       : "memory");
-          asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %2, 0;\n @p st.shared.b32 [%0], %1;\n}\n" ::"r"(b),
-                       "r"(__byte_perm(v10, v11, 0x5410)), "r"(d[k])
-                       : "memory");
+          store_on_box(a, d[k], __byte_perm(v00, v01, 0x5410));
+          store_on_box(b, d[k], __byte_perm(v10, v11, 0x5410));
         } else {
-          asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %3, 0;\n @p st.shared.v2.b32 [%0], {%1, %2};\n}\n" ::"r"(a),
-                       "r"(v00), "r"(v01), "r"(d[k])
-                       : "memory");
-          asm volatile("{\n .reg .pred p;\n setp.ge.s32 p, %3, 0;\n @p st.shared.v2.b32 [%0], {%1, %2};\n}\n" ::"r"(b),
-                       "r"(v10), "r"(v11), "r"(d[k])
-                       : "memory");
+          store_on_box(a, d[k], v00, v01);
+          store_on_box(b, d[k], v10, v11);
         }
       }
     }

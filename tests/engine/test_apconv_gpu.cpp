@@ -177,8 +177,8 @@ TEST_CASE("sm_90a halo core: 3x3 and 1x1, strides 1 and 2, C 64-768, O and outpu
     s.tile = Tile{128, c.bn, 256, c.stages, 8, 1, 1, true};
     REQUIRE(rules::check_kernel_tile(*s.tile, s).empty());
     for (const ConvShape& sh : c.shapes) {
-      const int64_t ho = (sh.H + 2 * pad - c.kernel) / c.stride + 1, wo = (sh.W + 2 * pad - c.kernel) / c.stride + 1;
-      by_map += rules::halo_output_map(s, ho, wo, rules::halo_launch_geometry(s, ho, wo));
+      const ConvGeometry g = conv_geometry(s, sh);
+      by_map += rules::halo_output_map(s, g.Ho(), g.Wo(), rules::halo_launch_geometry(s, g.Ho(), g.Wo()));
       expect_exact(engine, s, sh, static_cast<uint64_t>(++n));
     }
   }
