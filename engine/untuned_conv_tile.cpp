@@ -117,10 +117,12 @@ std::optional<Tile> untuned_halo_tile(const KernelSpec& s, const Problem& p, con
   const int64_t chunks = rules::halo_chunks(g.C), positions = int64_t{s.conv.kh} * s.conv.kw;
   // One chunk: the positions in pairs.
   const int64_t wgmmas = (chunks == 1 ? (positions + 1) / 2 : positions * chunks / 2) * s.w.bits * s.x.bits;
-  // Not where O <= 64, whose warpgroups take alternate tiles (a slot each at 2 stages):
-  // n128-56x56x64 plain ran 48.6 us with 2 stages against 51.0-51.3 with 4 (bn+relu+q2
-  // 48.1-48.4 against 47.5-48.1; session 28, call 9).
-  if ((s.conv.sh == 1 || positions == 1) && wgmmas < 36 && g.O > 64) {
+  // O <= 64 too, whose warpgroups take alternate tiles: session 28 (call 9) had 56x56x64
+  // plain at 48.6 us with 2 stages against 51.0-51.3 with 4, but since its output leaves
+  // through the tensor map (13d2aa0), 4 stages are the faster (H200, session 52 call 3, two
+  // rounds, 2 / 4 stages): int32 40.74-40.96 / 40.14-40.42, int16 31.51-31.76 / 31.02-31.05,
+  // bn+relu+q2 43.94-44.48 / 43.74-44.03, w2a2 (bn 64) 56.39-56.58 / 55.09-55.24 us.
+  if ((s.conv.sh == 1 || positions == 1) && wgmmas < 36) {
     c.stages = 4;
     if (!halo_problem_error(with_tile(s, c), p, t).empty()) c.stages = 2;
   }
