@@ -714,7 +714,8 @@ struct ConvSm90aHalo {
     if (tid == 0) ptx::bulk_wait_read<0>();  // the last box has left the staging
     ptx::named_barrier(1 + wg, 128);
     // Fragment columns c, c + 1 = 8 ni + 2 tig: the pair's entry gives both terms and its
-    // pixel in the box, so a pair costs a load, two address adds and the store's predicate.
+    // pixel in the box, so a pair costs a load, two address adds and the stores' predicate
+    // (int16) or their addresses' select (int32).
     // Stepping the grid's row and column a pair instead, the one-chunk variant (56x56x64's
     // and 28x28x128's) took 430 / 494 instructions (int32 / int16) from its last wgmma to the
     // box's store, against 338 / 354 here (SASS, host; session 50).
