@@ -18,7 +18,7 @@ struct GeneratedSource {
 };
 
 // Bumped whenever the generator or a template changes what it emits for the same spec.
-inline constexpr const char* kGeneratorVersion = "apnn-generator-83";
+inline constexpr const char* kGeneratorVersion = "apnn-generator-84";
 
 // Entry points: APMM modules have the GEMM and both packers; APConv modules the conv,
 // both packers and the activation unpacker.

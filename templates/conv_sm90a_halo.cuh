@@ -722,11 +722,6 @@ struct ConvSm90aHalo {
     constexpr int kE = sizeof(typename E::Out);
     const int r = (warp & 3) * 16 + g;
     const u32 a0 = stg + r * box * kE, b0 = a0 + 8 * box * kE, pairs = table + 16 * tig;
-    // int32: a pair off the box stores to this thread's 8 bytes past the table, not under a
-    // predicate. The predicated stores compiled to a branch a pair (BSSY / BSYNC) with the next
-    // pair's load behind it; session 52 ran 28x28x128 20.40 us against 22.06, 3x3/2 56->28
-    // 24.46 against 25.44. int16's predicated stores stay: the spill ran them 0.3-1.3% slower.
-    const u32 spill = table + kBN * 8 + tid * 8;
     // int16: the entries of four pairs are loaded before their stores. Each load is an asm
     // volatile ordered after the previous stores, so with one pair a load each store waits on
     // its load (short scoreboard, ncu). Session 51: four ahead ran 56x56x64 and 28x28x128
@@ -754,7 +749,13 @@ struct ConvSm90aHalo {
           store_on_box(a, d[k], __byte_perm(v00, v01, 0x5410));
           store_on_box(b, d[k], __byte_perm(v10, v11, 0x5410));
         } else {
+          // A pair off the box stores to this thread's 8 bytes past the table, not under a
+          // predicate: the predicated stores compiled to a branch a pair (BSSY / BSYNC) with
+          // the next pair's load behind it; session 52 ran 28x28x128 20.40 us against 22.06,
+          // 3x3/2 56->28 24.46 against 25.44. int16's predicated stores stay: the spill ran
+          // them 0.3-1.3% slower.
           static_assert(64 * kBN * 4 + kBN * 8 + 128 * 8 <= kStgBytes, "halo core: the map's table and spill past the box");
+          const u32 spill = table + kBN * 8 + tid * 8;
           const bool on_box = static_cast<int>(d[k]) >= 0;
           asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(on_box ? a : spill), "r"(v00), "r"(v01) : "memory");
           asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(on_box ? b : spill), "r"(v10), "r"(v11) : "memory");
